@@ -1,0 +1,343 @@
+import {
+  AckPolicy,
+  connect,
+  DeliverPolicy,
+  headers as natsHeaders,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+  type NatsConnection,
+  type Subscription,
+} from "nats";
+import { z } from "zod";
+import { RpcError, STREAMS, type RpcDef, type StreamDef, type SubjectDef } from "@platform/contracts";
+import type { Logger } from "@platform/logging";
+import { BusUnavailableError, PermanentError, RetryableError, RpcCallError } from "./errors";
+
+export interface BusOptions {
+  url: string;
+  /** Prefix of every subject and stream name (BUS_NAMESPACE); empty in production. */
+  namespace?: string;
+  /** Connection name, shown by the NATS server's monitoring. */
+  name: string;
+  log: Logger;
+}
+
+export interface ConsumeOptions<S extends z.ZodType> {
+  stream: StreamDef;
+  durable: string;
+  /** One filter subject per consumer (nats-server 2.9). */
+  subject: SubjectDef<S> | { subject: string; schema: S };
+  handler: (payload: z.infer<S>, ctx: MessageContext) => Promise<void>;
+  /** Messages handled at once by this process. */
+  concurrency?: number;
+  ackWaitMs?: number;
+  /** Deliveries before the message is dead-lettered. */
+  maxDeliver?: number;
+  /** Where a new durable starts: all retained messages (default) or only new ones. */
+  deliverNew?: boolean;
+}
+
+export interface MessageContext {
+  subject: string;
+  deliveryCount: number;
+  streamSequence: number;
+  headers: Record<string, string>;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Backoff of redeliveries after an unexpected failure: 1 s doubling to 60 s. */
+export function redeliveryDelay(deliveryCount: number): number {
+  return Math.min(60_000, 1_000 * 2 ** Math.max(0, deliveryCount - 1));
+}
+
+/**
+ * The platform's bus: JetStream for what must not be lost, core NATS for
+ * request/reply and broadcasts. Every subject and stream is namespaced.
+ */
+export class Bus {
+  private consumers: ConsumerMessages[] = [];
+  private subscriptions: Subscription[] = [];
+  private inflight = new Set<Promise<void>>();
+  private closing = false;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    private readonly namespace: string,
+    private readonly log: Logger,
+  ) {}
+
+  static async connect(opts: BusOptions): Promise<Bus> {
+    const nc = await connect({
+      servers: opts.url.split(",").map((s) => s.trim()),
+      name: opts.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: 5_000,
+    });
+    const jsm = await nc.jetstreamManager({ timeout: 5_000 });
+    const bus = new Bus(nc, nc.jetstream({ timeout: 5_000 }), jsm, opts.namespace ?? "", opts.log);
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === "disconnect" || s.type === "reconnect") opts.log.warn({ status: s.type }, "nats connection status");
+      }
+    })().catch(() => undefined);
+    return bus;
+  }
+
+  /** The namespaced form of a catalog subject. */
+  subject(name: string): string {
+    return this.namespace ? `${this.namespace}.${name}` : name;
+  }
+
+  streamName(def: StreamDef): string {
+    return this.namespace ? `${this.namespace.toUpperCase()}_${def.name}` : def.name;
+  }
+
+  /** Creates the streams, or updates their settings; safe to call from every replica at start. */
+  async ensureStreams(defs: StreamDef[] = Object.values(STREAMS)): Promise<void> {
+    for (const def of defs) {
+      const config = {
+        name: this.streamName(def),
+        subjects: def.subjects.map((s) => this.subject(s)),
+        retention: RetentionPolicy.Limits,
+        storage: StorageType.File,
+        duplicate_window: nanos(def.duplicateWindowMs),
+        max_age: nanos(def.maxAgeMs),
+      };
+      try {
+        await this.jsm.streams.info(config.name);
+        await this.jsm.streams.update(config.name, config);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        try {
+          await this.jsm.streams.add(config);
+        } catch (addErr) {
+          // Another replica created it between our info and add.
+          if (!String((addErr as Error).message).includes("already in use")) throw addErr;
+        }
+      }
+    }
+  }
+
+  /** Publishes to JetStream; `msgId` makes a repeat inside the duplicate window a no-op. */
+  async publish(subject: string, payload: unknown, opts: { msgId?: string; headers?: Record<string, string> } = {}): Promise<void> {
+    const data = typeof payload === "string" ? encoder.encode(payload) : encoder.encode(JSON.stringify(payload));
+    let hdrs;
+    if (opts.headers) {
+      hdrs = natsHeaders();
+      for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
+    }
+    await this.js.publish(this.subject(subject), data, { msgID: opts.msgId, headers: hdrs });
+  }
+
+  /**
+   * A durable, explicit-ack consumer. The handler's success acks; a
+   * RetryableError (or any unexpected error) naks with backoff; a
+   * PermanentError, an unparsable payload or exhausted deliveries
+   * terminate the message and copy it to the dead-letter stream.
+   */
+  async consume<S extends z.ZodType>(opts: ConsumeOptions<S>): Promise<void> {
+    const stream = this.streamName(opts.stream);
+    const maxDeliver = opts.maxDeliver ?? 50;
+    const config = {
+      durable_name: opts.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: opts.deliverNew ? DeliverPolicy.New : DeliverPolicy.All,
+      filter_subject: this.subject(opts.subject.subject),
+      ack_wait: nanos(opts.ackWaitMs ?? 30_000),
+      max_deliver: maxDeliver,
+      max_ack_pending: Math.max(1_000, (opts.concurrency ?? 16) * 4),
+    };
+    try {
+      await this.jsm.consumers.info(stream, opts.durable);
+      await this.jsm.consumers.update(stream, opts.durable, {
+        ack_wait: config.ack_wait,
+        max_deliver: config.max_deliver,
+        max_ack_pending: config.max_ack_pending,
+        filter_subject: config.filter_subject,
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await this.jsm.consumers.add(stream, config);
+    }
+    const consumer = await this.js.consumers.get(stream, opts.durable);
+    const messages = await consumer.consume({ max_messages: Math.max(64, (opts.concurrency ?? 16) * 2) });
+    this.consumers.push(messages);
+    const limit = opts.concurrency ?? 16;
+    const running = new Set<Promise<void>>();
+    void (async () => {
+      for await (const msg of messages) {
+        if (this.closing) break;
+        const task = this.handle(msg, opts, maxDeliver).finally(() => {
+          running.delete(task);
+          this.inflight.delete(task);
+        });
+        running.add(task);
+        this.inflight.add(task);
+        if (running.size >= limit) await Promise.race(running);
+      }
+    })().catch((err) => this.log.error({ durable: opts.durable, err: (err as Error).message }, "consumer loop ended"));
+  }
+
+  private async handle<S extends z.ZodType>(msg: JsMsg, opts: ConsumeOptions<S>, maxDeliver: number): Promise<void> {
+    const deliveryCount = msg.info.deliveryCount;
+    let payload: z.infer<S>;
+    try {
+      payload = opts.subject.schema.parse(JSON.parse(decoder.decode(msg.data)));
+    } catch (err) {
+      await this.deadLetter(msg, opts.durable, `unparsable payload: ${(err as Error).message}`);
+      return;
+    }
+    const hdrs: Record<string, string> = {};
+    if (msg.headers) for (const [k, v] of msg.headers) hdrs[k] = v[0] ?? "";
+    // Keep the message ours while a slow handler runs.
+    const keepAlive = setInterval(() => msg.working(), Math.max(1_000, (opts.ackWaitMs ?? 30_000) / 3));
+    try {
+      await opts.handler(payload, { subject: msg.subject, deliveryCount, streamSequence: msg.seq, headers: hdrs });
+      msg.ack();
+    } catch (err) {
+      if (err instanceof PermanentError || err instanceof z.ZodError) {
+        await this.deadLetter(msg, opts.durable, (err as Error).message);
+      } else if (deliveryCount >= maxDeliver) {
+        await this.deadLetter(msg, opts.durable, `gave up after ${deliveryCount} deliveries: ${(err as Error).message}`);
+      } else {
+        const delay = err instanceof RetryableError && err.delayMs !== undefined ? err.delayMs : redeliveryDelay(deliveryCount);
+        if (!(err instanceof RetryableError)) {
+          this.log.warn({ durable: opts.durable, subject: msg.subject, deliveryCount, err: (err as Error).message }, "handler failed, will retry");
+        }
+        msg.nak(delay);
+      }
+    } finally {
+      clearInterval(keepAlive);
+    }
+  }
+
+  private async deadLetter(msg: JsMsg, durable: string, reason: string): Promise<void> {
+    this.log.error({ durable, subject: msg.subject, seq: msg.seq, reason }, "message dead-lettered");
+    try {
+      await this.publish(`dlq.${durable}`, decoder.decode(msg.data), {
+        msgId: `dlq:${durable}:${msg.info.streamSequence}`,
+        headers: { "X-Original-Subject": msg.subject, "X-Dead-Letter-Reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500) },
+      });
+      msg.term();
+    } catch (err) {
+      // Not copied: leave it for redelivery rather than lose it.
+      msg.nak(5_000);
+      this.log.error({ durable, err: (err as Error).message }, "dead-letter publish failed");
+    }
+  }
+
+  /** Asks a question over core request/reply; answers are validated; errors come back typed. */
+  async request<Req extends z.ZodType, Res extends z.ZodType>(
+    def: RpcDef<Req, Res>,
+    payload: z.input<Req>,
+    opts: { timeoutMs?: number } = {},
+  ): Promise<z.infer<Res>> {
+    let reply;
+    try {
+      reply = await this.nc.request(this.subject(def.subject), encoder.encode(JSON.stringify(payload)), { timeout: opts.timeoutMs ?? 3_000 });
+    } catch (err) {
+      throw new BusUnavailableError(`${def.subject}: ${(err as Error).message}`);
+    }
+    const body = JSON.parse(decoder.decode(reply.data)) as unknown;
+    const failed = RpcError.safeParse(body);
+    if (failed.success) throw new RpcCallError(failed.data.error.code, failed.data.error.message, failed.data.error.retryable);
+    return def.response.parse(body);
+  }
+
+  /**
+   * Answers a request/reply subject, load-balanced over a queue group. A thrown
+   * error goes back as `{error: {code, message, retryable}}`.
+   */
+  serve<Req extends z.ZodType, Res extends z.ZodType>(
+    def: RpcDef<Req, Res>,
+    handler: (request: z.infer<Req>) => Promise<z.input<Res>>,
+    queue = "workers",
+  ): void {
+    const sub = this.nc.subscribe(this.subject(def.subject), { queue });
+    this.subscriptions.push(sub);
+    void (async () => {
+      for await (const msg of sub) {
+        const task = (async () => {
+          let answer: unknown;
+          try {
+            const request = def.request.parse(JSON.parse(decoder.decode(msg.data)));
+            answer = await handler(request);
+          } catch (err) {
+            const e = err as { code?: unknown; message?: string };
+            const invalid = err instanceof z.ZodError || err instanceof SyntaxError;
+            if (!invalid && !(err instanceof RpcCallError) && typeof e.code !== "string") {
+              this.log.error({ subject: def.subject, err: e.message }, "request handler failed");
+            }
+            answer = {
+              error: {
+                code: invalid ? "VALIDATION_ERROR" : typeof e.code === "string" ? e.code : "INTERNAL_ERROR",
+                message: invalid ? "invalid request" : (e.message ?? "failed"),
+                retryable: err instanceof RpcCallError ? err.retryable : !invalid && !(err instanceof PermanentError),
+              },
+            };
+          }
+          msg.respond(encoder.encode(JSON.stringify(answer)));
+        })();
+        this.inflight.add(task);
+        void task.finally(() => this.inflight.delete(task));
+      }
+    })();
+  }
+
+  /** Fire-and-forget to every subscriber (core NATS): cache evictions, gossip. */
+  broadcast<S extends z.ZodType>(def: SubjectDef<S>, payload: z.input<S>): void {
+    this.nc.publish(this.subject(def.subject), encoder.encode(JSON.stringify(payload)));
+  }
+
+  /** Every replica receives every broadcast (no queue group). */
+  onBroadcast<S extends z.ZodType>(def: SubjectDef<S>, handler: (payload: z.infer<S>) => void): void {
+    const sub = this.nc.subscribe(this.subject(def.subject), {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          handler(def.schema.parse(JSON.parse(decoder.decode(msg.data))));
+        } catch (e) {
+          this.log.warn({ subject: def.subject, err: (e as Error).message }, "bad broadcast ignored");
+        }
+      },
+    });
+    this.subscriptions.push(sub);
+  }
+
+  /** Status changes of the connection (reconnects), e.g. to drop caches that may have missed broadcasts. */
+  onReconnect(handler: () => void): void {
+    void (async () => {
+      for await (const s of this.nc.status()) if (s.type === "reconnect") handler();
+    })().catch(() => undefined);
+  }
+
+  async ping(): Promise<void> {
+    if (this.nc.isClosed()) throw new Error("nats connection closed");
+    await this.nc.flush();
+    await this.jsm.getAccountInfo();
+  }
+
+  /** Stops taking new messages, lets the ones in hand finish, then drains the connection. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const c of this.consumers) await c.close().catch(() => undefined);
+    for (const s of this.subscriptions) s.unsubscribe();
+    await Promise.allSettled([...this.inflight]);
+    if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
+  }
+}
+
+function isNotFound(err: unknown): boolean {
+  const e = err as { code?: string; api_error?: { code?: number }; message?: string };
+  return e?.api_error?.code === 404 || e?.code === "404" || /not found/i.test(e?.message ?? "");
+}

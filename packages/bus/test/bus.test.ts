@@ -1,0 +1,111 @@
+import { expect } from "chai";
+import { z } from "zod";
+import { RPC, STREAMS } from "@platform/contracts";
+import { createDataSource, ensureDatabase } from "@platform/db";
+import { createLogger } from "@platform/logging";
+import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
+import { Bus, domainEvent, enqueue, OutboxRelay, outboxTableSql, PermanentError, RetryableError, RpcCallError } from "../src";
+
+const log = createLogger("bus-test", "silent");
+const Payload = z.object({ n: z.number() });
+
+describe("bus (real NATS)", () => {
+  let env: TestEnvironment;
+  let bus: Bus;
+
+  before(async () => {
+    env = await createTestEnvironment("bus");
+    bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test", log });
+    await bus.ensureStreams();
+  });
+  after(async () => {
+    await bus.close();
+    await env.cleanup();
+  });
+
+  it("drops a publish repeated with the same message id", async () => {
+    await bus.publish("work.dedupe.v1", { n: 1 }, { msgId: "same" });
+    await bus.publish("work.dedupe.v1", { n: 1 }, { msgId: "same" });
+    const info = await bus.jsm.streams.info(bus.streamName(STREAMS.work));
+    expect(info.state.messages).to.equal(1);
+  });
+
+  it("retries a retryable failure and acks on success", async () => {
+    const seen: number[] = [];
+    await bus.consume({
+      stream: STREAMS.work,
+      durable: "retry-test",
+      subject: { subject: "work.retry.v1", schema: Payload },
+      handler: async (p, ctx) => {
+        seen.push(ctx.deliveryCount);
+        if (ctx.deliveryCount < 3) throw new RetryableError("not yet", 50);
+      },
+    });
+    await bus.publish("work.retry.v1", { n: 7 }, { msgId: "r1" });
+    await eventually(() => seen.length === 3, 5_000);
+    expect(seen).to.deep.equal([1, 2, 3]);
+  });
+
+  it("dead-letters a permanent failure and an unparsable payload", async () => {
+    await bus.consume({
+      stream: STREAMS.work,
+      durable: "dlq-test",
+      subject: { subject: "work.poison.v1", schema: Payload },
+      handler: async () => {
+        throw new PermanentError("never");
+      },
+    });
+    await bus.publish("work.poison.v1", { n: 1 }, { msgId: "p1" });
+    await bus.publish("work.poison.v1", { wrong: true }, { msgId: "p2" });
+    await eventually(async () => (await bus.jsm.streams.info(bus.streamName(STREAMS.deadLetter))).state.messages === 2, 5_000);
+  });
+
+  it("answers request/reply and carries typed errors", async () => {
+    bus.serve(RPC.checkOptOuts, async (req) => {
+      if (req.organizationId === "boom") throw new RpcCallError("CHANNEL_NOT_FOUND", "no channel", false);
+      return { optedOut: req.phones.filter((p) => p.endsWith("1")) };
+    });
+    const res = await bus.request(RPC.checkOptOuts, { organizationId: "o", messagingChannelId: "c", phones: ["+1", "+2"] });
+    expect(res.optedOut).to.deep.equal(["+1"]);
+    try {
+      await bus.request(RPC.checkOptOuts, { organizationId: "boom", messagingChannelId: "c", phones: ["+1"] });
+      expect.fail("should throw");
+    } catch (err) {
+      expect(err).to.be.instanceOf(RpcCallError);
+      expect((err as RpcCallError).code).to.equal("CHANNEL_NOT_FOUND");
+      expect((err as RpcCallError).retryable).to.equal(false);
+    }
+  });
+
+  it("relays outbox rows to JetStream after commit, once", async () => {
+    await ensureDatabase(env.databaseUrl);
+    const ds = createDataSource({ url: env.databaseUrl, schema: "relaytest", entities: [], migrations: [] });
+    await ds.initialize();
+    await ds.query(`CREATE SCHEMA IF NOT EXISTS relaytest`);
+    for (const sql of outboxTableSql("relaytest").up) await ds.query(sql);
+    const relay = new OutboxRelay({ dataSource: ds, databaseUrl: env.databaseUrl, schema: "relaytest", bus, log });
+    relay.start();
+    const received: string[] = [];
+    await bus.consume({
+      stream: STREAMS.events,
+      durable: "outbox-test",
+      subject: { subject: "evt.>", schema: z.any() },
+      handler: async (p) => {
+        received.push(p.data.id);
+      },
+    });
+    const evt = domainEvent("webhook.test", "org_x", { webhookId: "wh_1" });
+    await ds.transaction((m) => enqueue(m, "relaytest", [evt]));
+    // A rolled-back transaction publishes nothing.
+    await ds.transaction(async (m) => {
+      await enqueue(m, "relaytest", [domainEvent("webhook.test", "org_x", { webhookId: "wh_2" })]);
+      throw new Error("rollback");
+    }).catch(() => undefined);
+    await eventually(() => received.length === 1, 5_000);
+    expect(received).to.deep.equal([evt.msgId]);
+    const left = await ds.query(`SELECT count(*)::int AS n FROM relaytest.outbox`);
+    expect(left[0].n).to.equal(0);
+    await relay.stop();
+    await ds.destroy();
+  });
+});

@@ -1,0 +1,93 @@
+import { z } from "zod";
+
+/** Raised instead of exiting when `exitOnError` is false (tests). */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join("\n"));
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses the environment once at start. Every bad or missing variable gets one
+ * readable line, then the process exits non-zero: the contract asks for exactly
+ * that, and it is what an SRE reading `kubectl logs` wants to see.
+ */
+export function parseEnv<S extends z.ZodType>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: { exitOnError?: boolean; service?: string } = {},
+): z.infer<S> {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const name = issue.path.join(".") || "(environment)";
+    const value = env[String(issue.path[0])];
+    return `config error${opts.service ? ` [${opts.service}]` : ""}: ${name} ${value === undefined ? "is missing" : "is invalid"}: ${issue.message}`;
+  });
+  if (opts.exitOnError === false) throw new ConfigError(problems);
+  for (const line of problems) process.stderr.write(line + "\n");
+  process.exit(1);
+}
+
+/** `true`/`false`/`1`/`0` as a boolean; `z.coerce.boolean()` would read "false" as true. */
+export const envBoolean = (def: boolean) =>
+  z
+    .enum(["true", "false", "1", "0", "yes", "no"], { message: "must be true or false" })
+    .default(def ? "true" : "false")
+    .transform((v) => v === "true" || v === "1" || v === "yes");
+
+export const envPort = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+
+/** Comma-separated non-negative integers, e.g. `5000,300000,1800000`. */
+export const envIntList = (def: string) =>
+  z
+    .string()
+    .default(def)
+    .transform((s, ctx) => {
+      const parts = s.split(",").map((p) => p.trim());
+      const nums = parts.map(Number);
+      if (parts.some((p) => p === "") || nums.some((n) => !Number.isInteger(n) || n < 0)) {
+        ctx.addIssue({ code: "custom", message: "must be comma-separated non-negative integers" });
+        return z.NEVER;
+      }
+      return nums;
+    });
+
+const url = (protocols: string[]) =>
+  z.string().refine((s) => {
+    try {
+      return protocols.includes(new URL(s).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be a URL (${protocols.join(" or ")})`);
+
+/** Variables every service shares: where Postgres and NATS are, and how to log. */
+export const baseEnv = {
+  /** One database; each service owns one schema in it and creates what it needs. */
+  DATABASE_URL: url(["postgres:", "postgresql:"]).default("postgres://postgres@127.0.0.1:5432/messaging"),
+  /** NATS with JetStream. */
+  NATS_URL: z
+    .string()
+    .default("nats://127.0.0.1:4222")
+    .refine((s) => s.split(",").every((u) => /^(nats|tls|ws|wss):\/\/[^\s]+$/.test(u.trim())), "must be nats://host:port"),
+  /** Prefix for stream names and subjects, so two test runs on one NATS never collide. Empty in production. */
+  BUS_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9_]*$/, "lowercase letters, digits and _ only")
+    .default(""),
+  /** pino level; JSON logs on stdout. */
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+};
+
+/** Variables of every service that the gateway calls. */
+export const internalServiceEnv = {
+  ...baseEnv,
+  /** Port of this service's internal HTTP API (only the gateway calls it). */
+  PORT: envPort(0),
+  /** Shared by the gateway and the services; a service refuses calls without it. */
+  INTERNAL_TOKEN: z.string().min(16, "must be at least 16 characters"),
+};
+
+export { url as envUrl };

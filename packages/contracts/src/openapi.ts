@@ -1,0 +1,168 @@
+/**
+ * The OpenAPI 3.1 document of `/api/v1`, generated from the same zod schemas
+ * that validate requests. Each operation lands here with the service that
+ * serves it; nothing is written by hand.
+ */
+import { OpenAPIRegistry, OpenApiGeneratorV31, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { z } from "zod";
+import {
+  ContactList,
+  ConversationList,
+  MessageResponse,
+  OptOutRequest,
+  OptOutState,
+  PingResponse,
+  SendMessageRequest,
+} from "./api";
+import { PageQuery } from "./common";
+import { ErrorEnvelope, statusForCode, type ErrorCode } from "./errors";
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: "Validation failed, malformed body, invalid query parameters, or upstream rejection",
+  401: "API key missing or invalid (`UNAUTHORIZED`)",
+  402: "The organization's plan does not cover the action (`PAYMENT_REQUIRED`)",
+  403: "Forbidden",
+  404: "Not found",
+  409: "Conflict",
+  413: "Body over the size limit (`PAYLOAD_TOO_LARGE`)",
+  422: "Idempotency key reused with a different body",
+  429: "Rate limited (`RATE_LIMITED`); see `Retry-After`",
+  503: "A dependency is down; safe to retry",
+};
+
+function errors(codes: ErrorCode[]): RouteConfig["responses"] {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of [...codes, "UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"] as ErrorCode[]) {
+    const status = statusForCode(code);
+    byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])]);
+  }
+  const out: RouteConfig["responses"] = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    out[String(status)] = {
+      description: `${DESCRIPTIONS[status] ?? "Error"}. Codes: ${list.map((c) => `\`${c}\``).join(", ")}`,
+      content: { "application/json": { schema: ErrorEnvelope } },
+    };
+  }
+  return out;
+}
+
+const json = (schema: z.ZodType, description: string) => ({
+  description,
+  content: { "application/json": { schema } },
+});
+
+const idempotencyHeader = z.object({
+  "Idempotency-Key": z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .meta({ description: "repeat with the same key and body within 24 h returns the first answer (`Idempotent-Replayed: true`)" }),
+});
+
+export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent("securitySchemes", "bearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "API key of an organization (`svc_…`), created in Settings → API keys",
+  });
+  const security = [{ bearerAuth: [] }];
+
+  registry.registerPath({
+    operationId: "ping",
+    method: "get",
+    path: "/api/v1/ping",
+    summary: "Check that an API key works",
+    tags: ["Auth"],
+    security,
+    responses: { 200: json(PingResponse, "Authenticated"), ...errors([]) },
+  });
+
+  registry.registerPath({
+    operationId: "sendMessage",
+    method: "post",
+    path: "/api/v1/messages",
+    summary: "Send a text message",
+    description:
+      "Stores the message and hands it to the provider. Outside the 24-hour service window an approved template must be used instead. " +
+      "When the provider is slow or failing transiently the answer is 200 with `providerMessageId: null` and the send is retried in the background.",
+    tags: ["Messages"],
+    security,
+    request: { headers: idempotencyHeader, body: { content: { "application/json": { schema: SendMessageRequest } }, required: true } },
+    responses: {
+      200: json(MessageResponse, "Message accepted and stored"),
+      ...errors([
+        "VALIDATION_ERROR",
+        "INVALID_JSON",
+        "OUTSIDE_SERVICE_WINDOW",
+        "UPSTREAM_REJECTED",
+        "PAYMENT_REQUIRED",
+        "CONTACT_OPTED_OUT",
+        "PROVIDER_NOT_CONNECTED",
+        "CHANNEL_NOT_FOUND",
+        "IDEMPOTENCY_KEY_IN_USE",
+        "PAYLOAD_TOO_LARGE",
+        "IDEMPOTENCY_KEY_REUSED",
+      ]),
+    },
+  });
+
+  registry.registerPath({
+    operationId: "listConversations",
+    method: "get",
+    path: "/api/v1/conversations",
+    summary: "List conversations",
+    tags: ["Conversations"],
+    security,
+    request: { query: PageQuery },
+    responses: { 200: json(ConversationList, "A page of conversations"), ...errors(["VALIDATION_ERROR", "INVALID_CURSOR"]) },
+  });
+
+  registry.registerPath({
+    operationId: "listContacts",
+    method: "get",
+    path: "/api/v1/contacts",
+    summary: "List contacts",
+    description: "Ordered by `createdAt`, then `id`, ascending. Cursors are opaque and stable while contacts are inserted.",
+    tags: ["Contacts"],
+    security,
+    request: { query: PageQuery },
+    responses: { 200: json(ContactList, "A page of contacts"), ...errors(["VALIDATION_ERROR", "INVALID_CURSOR"]) },
+  });
+
+  registry.registerPath({
+    operationId: "setOptOut",
+    method: "post",
+    path: "/api/v1/opt-outs",
+    summary: "Set or clear a per-channel opt-out",
+    description: "`set` creates or reactivates the opt-out of (channel, phone); `clear` revokes it and is idempotent.",
+    tags: ["Opt-outs"],
+    security,
+    request: { body: { content: { "application/json": { schema: OptOutRequest } }, required: true } },
+    responses: {
+      200: json(OptOutState, "Current opt-out state"),
+      ...errors(["VALIDATION_ERROR", "INVALID_JSON", "PAYMENT_REQUIRED", "CHANNEL_NOT_FOUND", "PAYLOAD_TOO_LARGE"]),
+    },
+  });
+
+  const generator = new OpenApiGeneratorV31(registry.definitions);
+  return generator.generateDocument({
+    openapi: "3.1.0",
+    info: {
+      title: "Business Messaging API",
+      version: "1.0.0",
+      description: "Send and receive chat messages, manage contacts and per-channel opt-outs. Errors use `{error: {code, message, details?}}`.",
+      license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+    },
+    servers: [{ url: opts.serverUrl ?? "/" }],
+    security,
+    tags: [
+      { name: "Auth", description: "API keys" },
+      { name: "Messages", description: "Outbound text messages" },
+      { name: "Conversations", description: "Conversations with contacts" },
+      { name: "Contacts", description: "Contacts of the organization" },
+      { name: "Opt-outs", description: "Per-channel opt-outs" },
+    ],
+  });
+}

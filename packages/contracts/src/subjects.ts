@@ -1,0 +1,98 @@
+/**
+ * The bus catalog: every stream, subject and request/reply pair, with the zod
+ * schema of its payload. Subjects are dotted lowercase with a version. The bus
+ * package prefixes all of them (and stream names) with BUS_NAMESPACE, so test
+ * runs sharing one NATS never see each other.
+ */
+import { z } from "zod";
+import { Channel, Organization } from "./admin";
+import { DomainEvent, EventType } from "./events";
+
+export interface StreamDef {
+  name: string;
+  subjects: string[];
+  /** JetStream duplicate window: publishes with the same msgID inside it are dropped. */
+  duplicateWindowMs: number;
+  maxAgeMs: number;
+}
+
+export const STREAMS = {
+  /** Domain events (`evt.<type>.v1`), consumed by webhooks, analytics, contacts. */
+  events: { name: "EVENTS", subjects: ["evt.>"], duplicateWindowMs: 5 * 60_000, maxAgeMs: 7 * 24 * 3_600_000 },
+  /** Internal facts other services copy locally (organizations, channels). */
+  system: { name: "SYSTEM", subjects: ["sys.>"], duplicateWindowMs: 5 * 60_000, maxAgeMs: 30 * 24 * 3_600_000 },
+  /** Raw provider webhook batches, stored before the gateway answers 200. */
+  provider: { name: "PROVIDER_INBOUND", subjects: ["provider.>"], duplicateWindowMs: 10 * 60_000, maxAgeMs: 7 * 24 * 3_600_000 },
+  /** Durable work items of the services themselves (retries with nak(delay)). */
+  work: { name: "WORK", subjects: ["work.>"], duplicateWindowMs: 2 * 60_000, maxAgeMs: 2 * 24 * 3_600_000 },
+  /** Messages a consumer gave up on (poison payloads, retries exhausted), kept for inspection and replay. */
+  deadLetter: { name: "DEAD_LETTER", subjects: ["dlq.>"], duplicateWindowMs: 60_000, maxAgeMs: 30 * 24 * 3_600_000 },
+} as const satisfies Record<string, StreamDef>;
+
+export interface SubjectDef<S extends z.ZodType> {
+  subject: string;
+  schema: S;
+}
+const subject = <S extends z.ZodType>(name: string, schema: S): SubjectDef<S> => ({ subject: name, schema });
+
+export interface RpcDef<Req extends z.ZodType, Res extends z.ZodType> {
+  subject: string;
+  request: Req;
+  response: Res;
+}
+const rpc = <Req extends z.ZodType, Res extends z.ZodType>(name: string, request: Req, response: Res): RpcDef<Req, Res> => ({
+  subject: name,
+  request,
+  response,
+});
+
+/** Subject of a domain event type: `evt.message.sent.v1`. */
+export const eventSubject = (type: EventType) => `evt.${type}.v1`;
+
+export const OrganizationUpserted = Organization.extend({ deleted: z.boolean().default(false) });
+export const ChannelUpserted = Channel.extend({ organizationId: z.string() });
+export const ApiKeyRevoked = z.object({ keyId: z.string(), organizationId: z.string() });
+export const ProviderInboundBatch = z.object({
+  /** The raw body exactly as the provider signed it. */
+  body: z.string(),
+  receivedAt: z.string(),
+});
+
+export const SUBJECTS = {
+  /** Any domain event; `evt.>` for consumers of all. */
+  events: subject("evt.>", DomainEvent),
+  organizationUpserted: subject("sys.organization.upserted.v1", OrganizationUpserted),
+  channelUpserted: subject("sys.channel.upserted.v1", ChannelUpserted),
+  /** Core NATS broadcast: every gateway replica evicts the key from its cache. */
+  apiKeyRevoked: subject("bcast.apikey.revoked.v1", ApiKeyRevoked),
+  /** Core NATS broadcast of rate-limit consumption between gateway replicas. */
+  rateLimitUsage: subject("bcast.ratelimit.usage.v1", z.object({ replica: z.string(), counts: z.record(z.string(), z.number()) })),
+  providerInbound: subject("provider.inbound.v1", ProviderInboundBatch),
+} as const;
+
+export const ResolveContactRequest = z.object({
+  organizationId: z.string(),
+  phone: z.string(),
+  name: z.string().optional(),
+  waId: z.string().optional(),
+});
+export const ResolveContactResponse = z.object({ contactId: z.string(), phone: z.string(), created: z.boolean() });
+
+export const OptOutCheckRequest = z.object({
+  organizationId: z.string(),
+  messagingChannelId: z.string(),
+  phones: z.array(z.string()).min(1).max(100_000),
+});
+export const OptOutCheckResponse = z.object({ optedOut: z.array(z.string()) });
+
+export const ChannelLookupRequest = z.object({ organizationId: z.string(), channelId: z.string() });
+export const ChannelLookupResponse = z.object({ channel: ChannelUpserted.nullable() });
+
+/** Envelope of every request/reply answer, so errors cross the bus typed. */
+export const RpcError = z.object({ error: z.object({ code: z.string(), message: z.string(), retryable: z.boolean() }) });
+
+export const RPC = {
+  resolveContact: rpc("rpc.contacts.resolve.v1", ResolveContactRequest, ResolveContactResponse),
+  checkOptOuts: rpc("rpc.contacts.optout.check.v1", OptOutCheckRequest, OptOutCheckResponse),
+  lookupChannel: rpc("rpc.messaging.channel.lookup.v1", ChannelLookupRequest, ChannelLookupResponse),
+} as const;

@@ -1,0 +1,107 @@
+import "reflect-metadata";
+import { Client } from "pg";
+import { DataSource, type EntitySchema, type MixedList } from "typeorm";
+
+export { DataSource } from "typeorm";
+export type { EntityManager } from "typeorm";
+
+/** SQLSTATEs of a lost race to create the same database or schema: someone else made it, which is fine. */
+const ALREADY_EXISTS = new Set(["42P04", "42P06", "23505"]);
+
+/** `CREATE DATABASE` when it does not exist yet (connects to the server's `postgres` database to do it). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.replace(/^\//, "")) || "postgres";
+  const admin = new URL(databaseUrl);
+  admin.pathname = "/postgres";
+  const client = new Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (found.rowCount === 0) {
+      try {
+        await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+      } catch (err) {
+        if (!ALREADY_EXISTS.has((err as { code?: string }).code ?? "")) throw err;
+      }
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+export interface DatabaseOptions {
+  url: string;
+  /** The service's own schema; its tables and its `migrations` table live there. */
+  schema: string;
+  entities: MixedList<Function | string | EntitySchema>;
+  /** Migration classes (not globs: a glob breaks between ts-node and the build). */
+  migrations: MixedList<Function>;
+  poolSize?: number;
+  applicationName?: string;
+}
+
+export function createDataSource(opts: DatabaseOptions): DataSource {
+  return new DataSource({
+    type: "postgres",
+    url: opts.url,
+    schema: opts.schema,
+    entities: opts.entities,
+    migrations: opts.migrations,
+    migrationsTableName: "migrations",
+    migrationsRun: false,
+    synchronize: false,
+    logging: false,
+    applicationName: opts.applicationName ?? opts.schema,
+    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 },
+  });
+}
+
+/**
+ * Creates the database and schema when missing, connects, and runs pending
+ * migrations under an advisory lock, so replicas starting together migrate once.
+ */
+export async function openDatabase(opts: DatabaseOptions): Promise<DataSource> {
+  await ensureDatabase(opts.url);
+  const ds = createDataSource(opts);
+  await ds.initialize();
+  try {
+    const runner = ds.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.query("SELECT pg_advisory_lock(hashtext($1))", [`migrations:${opts.schema}`]);
+      try {
+        await runner.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(opts.schema)}`);
+        await ds.runMigrations({ transaction: "each" });
+      } finally {
+        await runner.query("SELECT pg_advisory_unlock(hashtext($1))", [`migrations:${opts.schema}`]);
+      }
+    } finally {
+      await runner.release();
+    }
+  } catch (err) {
+    await ds.destroy().catch(() => undefined);
+    throw err;
+  }
+  return ds;
+}
+
+/** Readiness: one round trip. */
+export async function pingDatabase(ds: DataSource): Promise<void> {
+  if (!ds.isInitialized) throw new Error("not connected");
+  await ds.query("SELECT 1");
+}
+
+/** ISO 8601 UTC with milliseconds, as every API timestamp. */
+export const iso = (d: Date | null | undefined): string | null => (d ? d.toISOString() : null);
+
+/** SQLSTATE of an error thrown by pg through TypeORM. */
+export function sqlState(err: unknown): string | undefined {
+  const e = err as { code?: string; driverError?: { code?: string } };
+  return e?.driverError?.code ?? e?.code;
+}
+export const UNIQUE_VIOLATION = "23505";

@@ -1,0 +1,40 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { ApiError } from "./errors";
+
+/**
+ * Opaque keyset cursors: base64url JSON plus an HMAC, so a cursor this service
+ * did not issue (or one that was edited) is `400 INVALID_CURSOR`, never a
+ * query with attacker-chosen bounds. The key is shared by all replicas.
+ */
+export class CursorCodec<T extends object> {
+  constructor(private readonly key: string, private readonly kind: string) {}
+
+  encode(position: T): string {
+    const body = Buffer.from(JSON.stringify({ k: this.kind, p: position })).toString("base64url");
+    return `${body}.${this.sign(body)}`;
+  }
+
+  decode(cursor: string, isValid: (p: unknown) => p is T): T {
+    const [body, sig, extra] = cursor.split(".");
+    if (!body || !sig || extra !== undefined) throw this.invalid();
+    const expected = Buffer.from(this.sign(body));
+    const given = Buffer.from(sig);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw this.invalid();
+    let parsed: { k?: unknown; p?: unknown };
+    try {
+      parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
+    } catch {
+      throw this.invalid();
+    }
+    if (parsed.k !== this.kind || !isValid(parsed.p)) throw this.invalid();
+    return parsed.p;
+  }
+
+  private sign(body: string) {
+    return createHmac("sha256", this.key).update(`${this.kind}:${body}`).digest("base64url").slice(0, 22);
+  }
+
+  private invalid() {
+    return new ApiError("INVALID_CURSOR", "The cursor is not valid; start again without one");
+  }
+}

@@ -1,0 +1,7 @@
+export * from "./errors";
+export * from "./validate";
+export * from "./cursor";
+export * from "./middleware";
+export * from "./metrics";
+export * from "./health";
+export * from "./service-app";

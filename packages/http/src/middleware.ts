@@ -1,0 +1,117 @@
+import { timingSafeEqual } from "node:crypto";
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from "express";
+import type { Logger } from "@platform/logging";
+import { newId } from "@platform/id";
+import { z } from "zod";
+import { ApiError } from "./errors";
+import { zodDetails } from "./validate";
+
+/** Headers the gateway sets for the services; a client's own copies are always dropped by the gateway. */
+export const INTERNAL_HEADERS = {
+  token: "x-internal-token",
+  organization: "x-organization-id",
+  requestId: "x-request-id",
+} as const;
+
+const REQUEST_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** Takes the caller's `X-Request-Id` when it is sane, else makes one; echoes it on the answer. */
+export function requestId(): RequestHandler {
+  return (req, res, next) => {
+    const given = req.header(INTERNAL_HEADERS.requestId);
+    const id = given && REQUEST_ID.test(given) ? given : newId("request");
+    res.locals.requestId = id;
+    res.setHeader("X-Request-Id", id);
+    next();
+  };
+}
+
+/** JSON body parsing; the error middleware maps its failures to INVALID_JSON / PAYLOAD_TOO_LARGE. */
+export function jsonBody(limit: string | number = "1mb"): RequestHandler {
+  return express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * Services accept calls from the gateway only: the shared INTERNAL_TOKEN must
+ * be present. The organization is taken from the gateway's header, which the
+ * gateway always overwrites, so a client can never choose it.
+ */
+export function requireInternal(token: string): RequestHandler {
+  return (req, res, next) => {
+    const given = req.header(INTERNAL_HEADERS.token);
+    if (!given || !safeEqual(given, token)) {
+      next(new ApiError("UNAUTHORIZED", "Internal token missing or invalid"));
+      return;
+    }
+    const org = req.header(INTERNAL_HEADERS.organization);
+    if (org) res.locals.organizationId = org;
+    next();
+  };
+}
+
+/** The calling organization, as set by the gateway. */
+export function organizationOf(res: Response): string {
+  const org = res.locals.organizationId;
+  if (typeof org !== "string" || !org) throw new ApiError("UNAUTHORIZED", "Invalid API key");
+  return org;
+}
+
+export function notFound(): RequestHandler {
+  return (req, _res, next) => next(new ApiError("NOT_FOUND", `No route for ${req.method} ${req.path}`));
+}
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+  expose?: boolean;
+}
+
+/**
+ * The one error middleware: ApiError → its envelope; zod → VALIDATION_ERROR;
+ * body-parser failures → INVALID_JSON / PAYLOAD_TOO_LARGE; anything else is
+ * logged with its stack and answered as a plain 500 envelope, never echoing internals.
+ */
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    let apiError: ApiError;
+    if (err instanceof ApiError) apiError = err;
+    else if (err instanceof z.ZodError) apiError = ApiError.validation(zodDetails(err));
+    else {
+      const e = err as BodyParserError;
+      switch (e?.type) {
+        case "entity.parse.failed":
+          apiError = new ApiError("INVALID_JSON", "The body is not valid JSON");
+          break;
+        case "entity.too.large":
+          apiError = new ApiError("PAYLOAD_TOO_LARGE", "The body is over the size limit");
+          break;
+        case "encoding.unsupported":
+        case "charset.unsupported":
+          apiError = new ApiError("UNSUPPORTED_MEDIA_TYPE", "Unsupported body encoding");
+          break;
+        case "request.aborted":
+          apiError = new ApiError("VALIDATION_ERROR", "The request was aborted", [{ path: "body", message: "incomplete body" }]);
+          break;
+        default:
+          if (e?.status && e.status >= 400 && e.status < 500 && e.expose) {
+            apiError = new ApiError("VALIDATION_ERROR", "The request could not be read", [{ path: "body", message: e.message }]);
+          } else {
+            log.error({ err: { message: e?.message, stack: e?.stack }, requestId: res.locals.requestId, path: req.path }, "unhandled error");
+            apiError = new ApiError("INTERNAL_ERROR", "Internal error");
+          }
+      }
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    if (apiError.headers) for (const [k, v] of Object.entries(apiError.headers)) res.setHeader(k, v);
+    res.status(apiError.status).json(apiError.toJSON());
+  };
+}

@@ -1,0 +1,40 @@
+import type { Request } from "express";
+import { z } from "zod";
+import { ApiError, type ErrorDetail } from "./errors";
+
+export function zodDetails(error: z.ZodError, prefix?: string): ErrorDetail[] {
+  return error.issues.map((issue) => {
+    const path = [prefix, ...issue.path.map(String)].filter((p) => p !== undefined && p !== "").join(".");
+    return { path: path || (prefix ?? "body"), message: issue.message };
+  });
+}
+
+/** Parses the JSON body with a contracts schema; a failure is `400 VALIDATION_ERROR` with dotted paths. */
+export function parseBody<S extends z.ZodType>(schema: S, req: Request): z.infer<S> {
+  const body = req.body === undefined ? undefined : req.body;
+  if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw ApiError.validation([{ path: "body", message: "a JSON object body is required (Content-Type: application/json)" }]);
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw ApiError.validation(zodDetails(parsed.error));
+  return parsed.data;
+}
+
+/** Parses query parameters; paths read `query.limit`. Repeated parameters are refused, not silently merged. */
+export function parseQuery<S extends z.ZodType>(schema: S, req: Request): z.infer<S> {
+  const query: Record<string, unknown> = { ...(req.query as Record<string, unknown>) };
+  const repeated = Object.entries(query).filter(([, v]) => Array.isArray(v) || (typeof v === "object" && v !== null));
+  if (repeated.length) {
+    throw ApiError.validation(repeated.map(([k]) => ({ path: `query.${k}`, message: "must be given once, as a plain value" })));
+  }
+  const parsed = schema.safeParse(query);
+  if (!parsed.success) throw ApiError.validation(zodDetails(parsed.error, "query"));
+  return parsed.data;
+}
+
+/** Parses a value that is not a body or query (a header, a path parameter). */
+export function parseValue<S extends z.ZodType>(schema: S, value: unknown, path: string): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw ApiError.validation(zodDetails(parsed.error, path));
+  return parsed.data;
+}

@@ -1,0 +1,18 @@
+export { createProviderClient } from "./client";
+export type { ProviderClient, ProviderClientOptions, SendTextInput, SendTemplateInput } from "./client";
+export { buildTextBody, buildTemplateBody, toProviderDigits } from "./bodies";
+export type {
+  ButtonParameter,
+  HeaderFormat,
+  HeaderMedia,
+  HeaderParameter,
+  MessageBody,
+  TemplateComponent,
+  TemplateMessageBody,
+  TemplateMessageInput,
+  TemplateRef,
+  TextMessageBody,
+  TextMessageInput,
+} from "./bodies";
+export { classifyResponse, THROUGHPUT_ERROR_CODE } from "./result";
+export type { ProviderFailure, ProviderResult, ProviderSuccess } from "./result";

@@ -1,0 +1,77 @@
+import { z } from "zod";
+
+/** The provider accepted the message. */
+export interface ProviderSuccess {
+  ok: true;
+  providerMessageId: string;
+}
+
+/**
+ * The provider (or the path to it) did not accept the message. `transient`
+ * means a retry with backoff can help; `permanent` means it cannot and the
+ * message should be marked failed.
+ */
+export interface ProviderFailure {
+  ok: false;
+  kind: "transient" | "permanent";
+  /** The provider's error code (e.g. `"130429"`), or `timeout`, `network_error`, `invalid_response`. */
+  code: string;
+  title: string;
+  /** null when no HTTP answer arrived (timeout, connection error). */
+  httpStatus: number | null;
+}
+
+export type ProviderResult = ProviderSuccess | ProviderFailure;
+
+/** The provider's throughput error: transient whatever HTTP status carries it. */
+export const THROUGHPUT_ERROR_CODE = "130429";
+
+const SuccessAnswer = z.object({ messages: z.array(z.object({ id: z.string().min(1) })).min(1) });
+const ErrorAnswer = z.object({
+  error: z.object({
+    message: z.string().optional(),
+    type: z.string().optional(),
+    code: z.union([z.number(), z.string()]).optional(),
+    error_user_title: z.string().optional(),
+  }),
+});
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Classifies one HTTP answer of the provider. Classification goes by the
+ * provider's error code first, because the provider sends its throughput
+ * error (130429) with varying HTTP statuses; then any 5xx is transient and any
+ * other 4xx is permanent. An answer we cannot read is transient: we do not
+ * know what happened, and giving up would lose a message the provider may
+ * accept on retry.
+ */
+export function classifyResponse(httpStatus: number, bodyText: string): ProviderResult {
+  const json = parseJson(bodyText);
+  if (httpStatus >= 200 && httpStatus < 300) {
+    const ok = SuccessAnswer.safeParse(json);
+    if (ok.success) return { ok: true, providerMessageId: ok.data.messages[0].id };
+    return { ok: false, kind: "transient", code: "invalid_response", title: "provider answered 2xx without a message id", httpStatus };
+  }
+
+  const err = ErrorAnswer.safeParse(json);
+  if (!err.success) {
+    return {
+      ok: false,
+      kind: "transient",
+      code: "invalid_response",
+      title: `provider answered HTTP ${httpStatus} with an unreadable body`,
+      httpStatus,
+    };
+  }
+  const code = err.data.error.code !== undefined ? String(err.data.error.code) : `http_${httpStatus}`;
+  const title = err.data.error.message ?? err.data.error.error_user_title ?? `HTTP ${httpStatus}`;
+  const transient = code === THROUGHPUT_ERROR_CODE || httpStatus >= 500 || httpStatus < 400;
+  return { ok: false, kind: transient ? "transient" : "permanent", code, title, httpStatus };
+}

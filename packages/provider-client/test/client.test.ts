@@ -1,0 +1,188 @@
+/// <reference path="./chai.d.ts" />
+import { expect } from "chai";
+import express from "express";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { classifyResponse, createProviderClient, type ProviderClient } from "../src";
+
+interface Seen {
+  path: string;
+  authorization: string | undefined;
+  contentType: string | undefined;
+  body: unknown;
+}
+
+/** What the fake provider answers next: status and raw body text, optionally after a delay. */
+interface Answer {
+  status: number;
+  body: string;
+  delayMs?: number;
+}
+
+describe("createProviderClient", () => {
+  let server: Server;
+  let baseUrl: string;
+  let next: Answer;
+  const seen: Seen[] = [];
+  let client: ProviderClient;
+
+  before(async () => {
+    const app = express();
+    app.use(express.json());
+    app.post("/v21.0/:phoneNumberId/messages", (req, res) => {
+      seen.push({ path: req.path, authorization: req.headers.authorization, contentType: req.headers["content-type"], body: req.body });
+      const answer = next;
+      setTimeout(() => res.status(answer.status).type("application/json").send(answer.body), answer.delayMs ?? 0);
+    });
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(0, "127.0.0.1", () => resolve(s));
+    });
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v21.0`;
+    client = createProviderClient({ baseUrl, accessToken: "tok", timeoutMs: 300 });
+  });
+
+  after(async () => {
+    await client.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  beforeEach(() => {
+    seen.length = 0;
+    next = { status: 200, body: JSON.stringify({ messaging_product: "whatsapp", messages: [{ id: "wamid.OK" }] }) };
+  });
+
+  const error = (status: number, code: number | string, message = "boom"): Answer => ({
+    status,
+    body: JSON.stringify({ error: { message, type: "OAuthException", code } }),
+  });
+
+  it("posts the text body to {baseUrl}/{phoneNumberId}/messages with the bearer token", async () => {
+    const result = await client.sendText({ phoneNumberId: "pn_1", to: "+15550001111", text: "hi", callbackData: "msg_1" });
+    expect(result).to.deep.equal({ ok: true, providerMessageId: "wamid.OK" });
+    expect(seen).to.have.length(1);
+    expect(seen[0].path).to.equal("/v21.0/pn_1/messages");
+    expect(seen[0].authorization).to.equal("Bearer tok");
+    expect(seen[0].contentType).to.match(/^application\/json/);
+    expect(seen[0].body).to.deep.equal({
+      messaging_product: "whatsapp",
+      recipient_type: "individual",
+      to: "15550001111",
+      type: "text",
+      text: { body: "hi" },
+      biz_opaque_callback_data: "msg_1",
+    });
+  });
+
+  it("posts the template body", async () => {
+    const result = await client.sendTemplate({
+      phoneNumberId: "pn_2",
+      to: "15550001111",
+      template: { name: "promo", language: "en_US", headerFormat: null },
+      bodyParameters: ["Ana"],
+      callbackData: "msg_2",
+    });
+    expect(result.ok).to.equal(true);
+    expect(seen[0].path).to.equal("/v21.0/pn_2/messages");
+    expect(seen[0].body).to.deep.equal({
+      messaging_product: "whatsapp",
+      recipient_type: "individual",
+      to: "15550001111",
+      type: "template",
+      template: {
+        name: "promo",
+        language: { policy: "deterministic", code: "en_US" },
+        components: [{ type: "body", parameters: [{ type: "text", text: "Ana" }] }],
+      },
+      biz_opaque_callback_data: "msg_2",
+    });
+  });
+
+  const send = () => client.sendText({ phoneNumberId: "pn", to: "+15550001111", text: "x", callbackData: "m" });
+
+  it("classifies the throughput error 130429 as transient whatever the status", async () => {
+    for (const status of [400, 429, 403]) {
+      next = error(status, 130429, "Rate limit hit");
+      expect(await send()).to.deep.equal({ ok: false, kind: "transient", code: "130429", title: "Rate limit hit", httpStatus: status });
+    }
+  });
+
+  it("classifies 5xx as transient", async () => {
+    next = error(503, 2, "Service temporarily unavailable");
+    expect(await send()).to.deep.equal({ ok: false, kind: "transient", code: "2", title: "Service temporarily unavailable", httpStatus: 503 });
+    next = { status: 500, body: "<html>oops</html>" };
+    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 500 });
+  });
+
+  it("classifies other 4xx as permanent", async () => {
+    next = error(400, 131026, "Message undeliverable");
+    expect(await send()).to.deep.equal({ ok: false, kind: "permanent", code: "131026", title: "Message undeliverable", httpStatus: 400 });
+    next = error(401, 190, "Invalid OAuth access token");
+    expect(await send()).to.deep.equal({ ok: false, kind: "permanent", code: "190", title: "Invalid OAuth access token", httpStatus: 401 });
+  });
+
+  it("classifies an unparsable answer as transient", async () => {
+    next = { status: 200, body: "not json" };
+    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
+    next = { status: 200, body: JSON.stringify({ messages: [] }) };
+    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
+    next = { status: 404, body: "Not Found" };
+    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 404 });
+  });
+
+  it("classifies a timeout as transient, bounded by timeoutMs", async () => {
+    next = { status: 200, body: JSON.stringify({ messages: [{ id: "late" }] }), delayMs: 1_000 };
+    const started = Date.now();
+    const result = await send();
+    expect(result).to.include({ ok: false, kind: "transient", code: "timeout", httpStatus: null });
+    expect(Date.now() - started).to.be.lessThan(900);
+  });
+
+  it("classifies a connection error as transient", async () => {
+    // A port that was just free: nothing listens there any more.
+    const probe = await new Promise<Server>((resolve) => {
+      const s = express().listen(0, "127.0.0.1", () => resolve(s));
+    });
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const dead = createProviderClient({ baseUrl: `http://127.0.0.1:${port}`, accessToken: "tok", timeoutMs: 1_000 });
+    try {
+      const result = await dead.sendText({ phoneNumberId: "pn", to: "1555", text: "x" });
+      expect(result).to.include({ ok: false, kind: "transient", code: "network_error", httpStatus: null });
+    } finally {
+      await dead.close();
+    }
+  });
+
+  it("reuses keep-alive connections under concurrent load", async () => {
+    let sockets = 0;
+    const onConnection = () => sockets++;
+    server.on("connection", onConnection);
+    const pooled = createProviderClient({ baseUrl, accessToken: "tok", timeoutMs: 10_000, connections: 16 });
+    try {
+      const results = await Promise.all(
+        Array.from({ length: 1_000 }, () => pooled.sendText({ phoneNumberId: "pn", to: "+1555", text: "x" })),
+      );
+      expect(results.filter((r) => !r.ok)).to.deep.equal([]);
+      expect(sockets).to.be.at.most(16);
+    } finally {
+      server.off("connection", onConnection);
+      await pooled.close();
+    }
+  });
+});
+
+describe("classifyResponse", () => {
+  it("reads a string error code", () => {
+    expect(classifyResponse(429, JSON.stringify({ error: { message: "slow down", code: "130429" } }))).to.include({ kind: "transient", code: "130429" });
+  });
+  it("falls back to the HTTP status when the error has no code", () => {
+    expect(classifyResponse(400, JSON.stringify({ error: { message: "bad" } }))).to.deep.equal({
+      ok: false,
+      kind: "permanent",
+      code: "http_400",
+      title: "bad",
+      httpStatus: 400,
+    });
+  });
+});

@@ -1,0 +1,110 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Router } from "express";
+import type { DataSource } from "typeorm";
+import { z } from "zod";
+import { Bus, OutboxRelay } from "@platform/bus";
+import { internalServiceEnv, parseEnv } from "@platform/config";
+import { openDatabase, pingDatabase, type DatabaseOptions } from "@platform/db";
+import { createMetrics, createServiceApp, type Metrics } from "@platform/http";
+import { createLogger, type Logger } from "@platform/logging";
+import { Lifecycle, waitFor } from "@platform/runtime";
+
+/** What a service's wiring receives: its parsed env and its connections. */
+export interface ServiceDeps<E> {
+  env: E;
+  log: Logger;
+  db: DataSource;
+  bus: Bus;
+  metrics: Metrics;
+  /** The service's own schema (outbox, raw SQL). */
+  schema: string;
+}
+
+export interface ServiceDefinition<S extends z.ZodRawShape> {
+  /** Folder name under services/, also the log's `service` field. */
+  name: string;
+  /** The Postgres schema this service owns. */
+  schema: string;
+  /** Extra env variables beyond the shared ones (DATABASE_URL, NATS_URL, PORT, INTERNAL_TOKEN, …). */
+  env: S;
+  entities: DatabaseOptions["entities"];
+  migrations: DatabaseOptions["migrations"];
+  /** Express routes (paths as the gateway forwards them). */
+  routes(deps: ServiceDeps<ServiceEnv<S>>): Router;
+  /** Bus consumers, request/reply responders and background workers; returns closers. */
+  start?(deps: ServiceDeps<ServiceEnv<S>>): Promise<Array<() => Promise<void> | void>> | Array<() => Promise<void> | void>;
+  bodyLimit?: string;
+  /** Publishes this service's outbox (every service with events has one). */
+  outbox?: boolean;
+}
+
+const baseSchema = z.object(internalServiceEnv);
+export type BaseServiceEnv = z.infer<typeof baseSchema>;
+export type ServiceEnv<S extends z.ZodRawShape> = BaseServiceEnv & z.infer<z.ZodObject<S>>;
+
+export interface RunningService<E> {
+  deps: ServiceDeps<E>;
+  url: string;
+  port: number;
+  server: Server;
+  stop(): Promise<void>;
+}
+
+/**
+ * Boots a service: env → logger → Postgres (database, schema, migrations) →
+ * NATS (streams) → outbox relay → consumers → HTTP. Dependencies that are not
+ * up yet are waited for, not fatal. `npm start`, Kubernetes and the
+ * integration tests all start services through here.
+ */
+export async function startService<S extends z.ZodRawShape>(
+  def: ServiceDefinition<S>,
+  rawEnv: NodeJS.ProcessEnv = process.env,
+  opts: { exitOnConfigError?: boolean; installSignalHandlers?: boolean } = {},
+): Promise<RunningService<ServiceEnv<S>>> {
+  const schema = z.object({ ...internalServiceEnv, ...def.env });
+  const env = parseEnv(schema, rawEnv, { exitOnError: opts.exitOnConfigError ?? true, service: def.name }) as unknown as ServiceEnv<S>;
+  const log = createLogger(def.name, env.LOG_LEVEL);
+  const lifecycle = new Lifecycle(log);
+  if (opts.installSignalHandlers) lifecycle.installSignalHandlers();
+
+  const db = await waitFor(
+    "postgres",
+    () => openDatabase({ url: env.DATABASE_URL, schema: def.schema, entities: def.entities, migrations: def.migrations, applicationName: def.name }),
+    log,
+  );
+  lifecycle.onStop("postgres", () => db.destroy());
+  const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: def.name, log }), log);
+  lifecycle.onStop("nats", () => bus.close());
+  await waitFor("jetstream streams", () => bus.ensureStreams(), log);
+
+  const metrics = createMetrics(def.name);
+  const deps: ServiceDeps<ServiceEnv<S>> = { env, log, db, bus, metrics, schema: def.schema };
+
+  if (def.outbox !== false) {
+    const relay = new OutboxRelay({ dataSource: db, databaseUrl: env.DATABASE_URL, schema: def.schema, bus, log });
+    relay.start();
+    lifecycle.onStop("outbox relay", () => relay.stop());
+  }
+  const closers = (await def.start?.(deps)) ?? [];
+  for (const close of closers) lifecycle.onStop("worker", close);
+
+  const app = createServiceApp({
+    service: def.name,
+    log,
+    internalToken: env.INTERNAL_TOKEN,
+    readiness: { postgres: () => pingDatabase(db), nats: () => bus.ping() },
+    routes: def.routes(deps),
+    bodyLimit: def.bodyLimit,
+    metrics,
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(env.PORT, "127.0.0.1", () => resolve(s));
+    s.once("error", reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port }, "service listening");
+  return { deps, url: `http://127.0.0.1:${port}`, port, server, stop: () => lifecycle.stop() };
+}

@@ -1,0 +1,114 @@
+import { randomBytes } from "node:crypto";
+import { Client } from "pg";
+import { connect } from "nats";
+import { ensureDatabase, quoteIdent } from "@platform/db";
+
+/**
+ * Isolation for tests that use the real Postgres and NATS on the machine:
+ * each run gets its own database and its own bus namespace (stream names and
+ * subjects), so runs never collide, and cleans both up at the end.
+ */
+export const TEST_DATABASE_BASE = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const TEST_NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+
+export const randomSuffix = (bytes = 4) => randomBytes(bytes).toString("hex");
+
+export interface TestEnvironment {
+  databaseUrl: string;
+  natsUrl: string;
+  namespace: string;
+  internalToken: string;
+  cleanup(): Promise<void>;
+}
+
+/** A fresh database and namespace for one test run (call from a root `before`, clean up in `after`). */
+export async function createTestEnvironment(label = "t"): Promise<TestEnvironment> {
+  const suffix = randomSuffix();
+  const url = new URL(TEST_DATABASE_BASE);
+  url.pathname = `/${label}_${suffix}`;
+  const databaseUrl = url.toString();
+  await ensureDatabase(databaseUrl);
+  const namespace = `${label}_${suffix}`.toLowerCase();
+  return {
+    databaseUrl,
+    natsUrl: TEST_NATS_URL,
+    namespace,
+    internalToken: `test-internal-${randomSuffix(12)}`,
+    cleanup: async () => {
+      await dropDatabase(databaseUrl);
+      await deleteStreams(TEST_NATS_URL, namespace);
+    },
+  };
+}
+
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const admin = new URL(databaseUrl);
+  admin.pathname = "/postgres";
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Deletes every stream of a namespace. */
+export async function deleteStreams(natsUrl: string, namespace: string): Promise<void> {
+  const nc = await connect({ servers: natsUrl });
+  try {
+    const jsm = await nc.jetstreamManager();
+    const prefix = `${namespace.toUpperCase()}_`;
+    for await (const s of jsm.streams.list()) {
+      if (s.config.name.startsWith(prefix)) await jsm.streams.delete(s.config.name);
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Polls `probe` until it returns a value that is not undefined/false, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value as T;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`condition not met within ${timeoutMs} ms${lastError ? `: ${(lastError as Error).message}` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Collects every message on a subject of the bus (core subscription, sees JetStream publishes too). */
+export async function collectSubject(natsUrl: string, subject: string) {
+  const nc = await connect({ servers: natsUrl });
+  const received: Array<{ subject: string; data: any; headers: Record<string, string> }> = [];
+  const sub = nc.subscribe(subject, {
+    callback: (_err, msg) => {
+      const headers: Record<string, string> = {};
+      if (msg.headers) for (const [k, v] of msg.headers) headers[k] = v[0] ?? "";
+      let data: unknown;
+      try {
+        data = JSON.parse(new TextDecoder().decode(msg.data));
+      } catch {
+        data = new TextDecoder().decode(msg.data);
+      }
+      received.push({ subject: msg.subject, data, headers });
+    },
+  });
+  await nc.flush();
+  return {
+    received,
+    close: async () => {
+      sub.unsubscribe();
+      await nc.close();
+    },
+  };
+}
