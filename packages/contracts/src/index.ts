@@ -6,3 +6,4 @@ export * from "./admin";
 export * from "./events";
 export * from "./subjects";
 export * from "./openapi";
+export * from "./messaging";

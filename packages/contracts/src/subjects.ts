@@ -65,6 +65,8 @@ export const SUBJECTS = {
   channelUpserted: subject("sys.channel.upserted.v1", ChannelUpserted),
   /** Core NATS broadcast: every gateway replica evicts the key from its cache. */
   apiKeyRevoked: subject("bcast.apikey.revoked.v1", ApiKeyRevoked),
+  /** Core NATS broadcast: every gateway replica drops its cached policy (plan, rate limit) of the organization. */
+  organizationChanged: subject("bcast.organization.changed.v1", z.object({ organizationId: z.string() })),
   /** Core NATS broadcast of rate-limit consumption between gateway replicas. */
   rateLimitUsage: subject("bcast.ratelimit.usage.v1", z.object({ replica: z.string(), counts: z.record(z.string(), z.number()) })),
   providerInbound: subject("provider.inbound.v1", ProviderInboundBatch),

@@ -1,0 +1,142 @@
+import express, { type Express, type RequestHandler } from "express";
+import type { DataSource } from "typeorm";
+import { SUBJECTS } from "@platform/contracts";
+import { OutboxRelay, type Bus } from "@platform/bus";
+import { pingDatabase } from "@platform/db";
+import { CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, requestId, type Metrics } from "@platform/http";
+import type { Logger } from "@platform/logging";
+import { adminAuth, apiKeyAuth, planGuard } from "./auth/middleware";
+import { AuthCache } from "./auth/key-cache";
+import type { GatewayEnv } from "./env";
+import { proxyTo } from "./proxy";
+import { RateLimiter } from "./rate-limit/limiter";
+import { registerAdminApiKeys } from "./routes/admin_api_keys";
+import { registerAdminOrganizations } from "./routes/admin_organizations";
+import { registerOpenApi } from "./routes/openapi";
+import { registerProviderWebhooks } from "./routes/provider_webhooks";
+import { registerPing } from "./routes/v1_ping";
+import { ApiKeys } from "./use-cases/api-keys";
+import { Organizations } from "./use-cases/organizations";
+
+export { envSchema, type GatewayEnv } from "./env";
+export { definitionEntities, definitionMigrations } from "./db/definition";
+
+export interface GatewayDeps {
+  env: GatewayEnv;
+  log: Logger;
+  db: DataSource;
+  bus: Bus;
+  metrics?: Metrics;
+}
+
+export interface Gateway {
+  app: Express;
+  cache: AuthCache;
+  limiter: RateLimiter;
+  stop(): Promise<void>;
+}
+
+/** Service → the URL prefixes it owns under /api/v1 and /admin/v1/organizations/:orgId. */
+const ROUTES: Array<{ service: keyof GatewayEnv & `${string}_URL`; name: string; api: string[]; admin: string[] }> = [
+  { service: "MESSAGING_URL", name: "messaging", api: ["/messages", "/conversations"], admin: ["channels"] },
+  { service: "CONTACTS_URL", name: "contacts", api: ["/contacts", "/opt-outs"], admin: ["opt-outs"] },
+  { service: "TEMPLATE_JOBS_URL", name: "template-jobs", api: ["/templates"], admin: ["templates"] },
+  { service: "ANALYTICS_URL", name: "analytics", api: ["/analytics"], admin: [] },
+  { service: "WEBHOOK_DISPATCHER_URL", name: "webhook-dispatcher", api: [], admin: ["webhooks"] },
+];
+
+export function createGateway(deps: GatewayDeps): Gateway {
+  const { env, log, db, bus } = deps;
+  const defaults = { perSecond: env.RATE_LIMIT_PER_SECOND, burst: env.RATE_LIMIT_BURST };
+  const cache = new AuthCache(db, defaults, log);
+  const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus);
+  const organizations = new Organizations(db, bus, defaults);
+  const apiKeys = new ApiKeys(db, bus, cache);
+  const metrics = deps.metrics ?? createMetrics("gateway");
+
+  bus.onBroadcast(SUBJECTS.apiKeyRevoked, ({ keyId }) => cache.evictKey(keyId));
+  bus.onBroadcast(SUBJECTS.organizationChanged, ({ organizationId }) => cache.evictOrganization(organizationId));
+  // A broadcast may have been missed while disconnected: start cold rather than trust the cache.
+  bus.onReconnect(() => cache.clear());
+  cache.startUsageFlush();
+  limiter.start();
+  const relay = new OutboxRelay({ dataSource: db, databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
+  relay.start();
+
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "extended");
+  app.use(requestId());
+
+  const upstreams = ROUTES.filter((r) => env[r.service]).map((r) => ({ name: r.name, url: env[r.service] as string }));
+  app.use(
+    healthRoutes({
+      postgres: () => pingDatabase(db),
+      nats: () => bus.ping(),
+      ...Object.fromEntries(upstreams.map((u) => [u.name, () => probe(`${u.url}/readyz`)])),
+    }),
+  );
+  app.use(metrics.router);
+  app.use(metrics.middleware);
+
+  const publicRouter = express.Router();
+  registerOpenApi(publicRouter);
+  registerProviderWebhooks(publicRouter, { bus, appSecret: env.PROVIDER_APP_SECRET, verifyToken: env.PROVIDER_VERIFY_TOKEN, log });
+  app.use(publicRouter);
+
+  const proxyOpts = { internalToken: env.INTERNAL_TOKEN, timeoutMs: env.UPSTREAM_TIMEOUT_MS, log };
+
+  // --- /admin/v1 --------------------------------------------------------
+  app.use("/admin/v1", adminAuth(env.ADMIN_TOKEN));
+  const admin = express.Router();
+  for (const route of ROUTES) {
+    const proxy = proxyTo(env[route.service] as string | undefined, { ...proxyOpts, service: route.name });
+    for (const resource of route.admin) {
+      admin.use(`/admin/v1/organizations/:orgId/${resource}`, withOrganization(organizations), proxy);
+    }
+  }
+  admin.use("/admin/v1", jsonBody("1mb"));
+  registerAdminOrganizations(admin, { organizations, cursors: new CursorCodec(env.INTERNAL_TOKEN, "organizations") });
+  registerAdminApiKeys(admin, { apiKeys, organizations });
+  app.use(admin);
+
+  // --- /api/v1 ----------------------------------------------------------
+  app.use("/api/v1", apiKeyAuth(cache, limiter));
+  const api = express.Router();
+  registerPing(api);
+  for (const route of ROUTES) {
+    const proxy = proxyTo(env[route.service] as string | undefined, { ...proxyOpts, service: route.name });
+    for (const prefix of route.api) api.use(`/api/v1${prefix}`, planGuard, proxy);
+  }
+  app.use(api);
+
+  app.use(notFound());
+  app.use(errorHandler(log));
+
+  return {
+    app,
+    cache,
+    limiter,
+    stop: async () => {
+      limiter.stop();
+      await cache.stop();
+      await relay.stop();
+    },
+  };
+}
+
+/** Admin routes of a service: the organization must exist; the service gets its id from the gateway. */
+function withOrganization(organizations: Organizations): RequestHandler {
+  return async (req, res, next) => {
+    const org = await organizations.get(String(req.params.orgId));
+    res.locals.organizationId = org.id;
+    next();
+  };
+}
+
+async function probe(url: string): Promise<void> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(1_500) });
+  if (!res.ok) throw new Error(`${res.status}`);
+  await res.arrayBuffer();
+}

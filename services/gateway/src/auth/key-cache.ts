@@ -1,0 +1,129 @@
+import type { DataSource } from "typeorm";
+import type { Logger } from "@platform/logging";
+import type { Plan, RateLimit } from "@platform/contracts";
+import { hashesEqual } from "./api-keys";
+
+export interface Principal {
+  keyId: string;
+  organizationId: string;
+}
+
+export interface OrganizationPolicy {
+  id: string;
+  plan: Plan;
+  rateLimit: RateLimit;
+}
+
+interface CacheEntry<T> {
+  value: T;
+  expiresAt: number;
+}
+
+/**
+ * Verified keys and organization policies, cached in memory so the request
+ * path does no database or bus round trip once a key is warm. Revocations
+ * and organization changes are broadcast to every replica (and evicted here
+ * at once); the TTL bounds staleness if a broadcast is missed, and the whole
+ * cache is dropped when the NATS connection comes back after a gap.
+ */
+export class AuthCache {
+  private keys = new Map<string, CacheEntry<Principal | null>>();
+  private orgs = new Map<string, CacheEntry<OrganizationPolicy | null>>();
+  private pendingKey = new Map<string, Promise<Principal | null>>();
+  private usedKeys = new Set<string>();
+  private flushTimer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly defaults: RateLimit,
+    private readonly log: Logger,
+    private readonly ttlMs = 30_000,
+    private readonly negativeTtlMs = 2_000,
+  ) {}
+
+  /** The principal of a key hash, or null when the key is unknown or revoked. */
+  async principal(hash: string): Promise<Principal | null> {
+    const now = Date.now();
+    const hit = this.keys.get(hash);
+    if (hit && hit.expiresAt > now) {
+      if (hit.value) this.usedKeys.add(hit.value.keyId);
+      return hit.value;
+    }
+    // Collapse concurrent misses for one key into one query.
+    let pending = this.pendingKey.get(hash);
+    if (!pending) {
+      pending = this.loadKey(hash).finally(() => this.pendingKey.delete(hash));
+      this.pendingKey.set(hash, pending);
+    }
+    const value = await pending;
+    if (value) this.usedKeys.add(value.keyId);
+    return value;
+  }
+
+  private async loadKey(hash: string): Promise<Principal | null> {
+    const rows: Array<{ id: string; organization_id: string; key_hash: string }> = await this.db.query(
+      `SELECT id, organization_id, key_hash FROM gateway.api_keys WHERE key_hash = $1 AND revoked_at IS NULL`,
+      [hash],
+    );
+    const row = rows[0];
+    const value = row && hashesEqual(row.key_hash, hash) ? { keyId: row.id, organizationId: row.organization_id } : null;
+    this.keys.set(hash, { value, expiresAt: Date.now() + (value ? this.ttlMs : this.negativeTtlMs) });
+    return value;
+  }
+
+  async organization(id: string): Promise<OrganizationPolicy | null> {
+    const hit = this.orgs.get(id);
+    if (hit && hit.expiresAt > Date.now()) return hit.value;
+    const rows: Array<{ id: string; plan: Plan; rate_limit_per_second: number | null; rate_limit_burst: number | null }> =
+      await this.db.query(`SELECT id, plan, rate_limit_per_second, rate_limit_burst FROM gateway.organizations WHERE id = $1`, [id]);
+    const row = rows[0];
+    const value = row
+      ? {
+          id: row.id,
+          plan: row.plan,
+          rateLimit: {
+            perSecond: row.rate_limit_per_second ?? this.defaults.perSecond,
+            burst: row.rate_limit_burst ?? this.defaults.burst,
+          },
+        }
+      : null;
+    this.orgs.set(id, { value, expiresAt: Date.now() + (value ? this.ttlMs : this.negativeTtlMs) });
+    return value;
+  }
+
+  evictKey(keyId: string): void {
+    for (const [hash, entry] of this.keys) if (entry.value?.keyId === keyId) this.keys.delete(hash);
+  }
+
+  evictOrganization(id: string): void {
+    this.orgs.delete(id);
+    for (const [hash, entry] of this.keys) if (entry.value?.organizationId === id) this.keys.delete(hash);
+  }
+
+  clear(): void {
+    this.keys.clear();
+    this.orgs.clear();
+  }
+
+  /** `lastUsedAt` is written in batches every few seconds, not per request. */
+  startUsageFlush(everyMs = 5_000): void {
+    this.flushTimer = setInterval(() => void this.flushUsage(), everyMs);
+    this.flushTimer.unref();
+  }
+
+  async flushUsage(): Promise<void> {
+    if (this.usedKeys.size === 0) return;
+    const ids = [...this.usedKeys];
+    this.usedKeys.clear();
+    try {
+      await this.db.query(`UPDATE gateway.api_keys SET last_used_at = now() WHERE id = ANY($1::text[])`, [ids]);
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, "could not record key usage");
+    }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.flushTimer);
+    await this.flushUsage();
+  }
+}

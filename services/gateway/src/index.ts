@@ -1,0 +1,42 @@
+import type { Server } from "node:http";
+import { Bus } from "@platform/bus";
+import { parseEnv } from "@platform/config";
+import { openDatabase } from "@platform/db";
+import { createLogger } from "@platform/logging";
+import { Lifecycle, waitFor } from "@platform/runtime";
+import { createGateway } from "./app";
+import { definitionEntities, definitionMigrations, SCHEMA } from "./db/definition";
+import { envSchema } from "./env";
+
+async function main(): Promise<void> {
+  const env = parseEnv(envSchema, process.env, { service: "gateway" });
+  const log = createLogger("gateway", env.LOG_LEVEL);
+  const lifecycle = new Lifecycle(log);
+  lifecycle.installSignalHandlers();
+
+  const db = await waitFor(
+    "postgres",
+    () => openDatabase({ url: env.DATABASE_URL, schema: SCHEMA, entities: definitionEntities, migrations: definitionMigrations, applicationName: "gateway", poolSize: 20 }),
+    log,
+  );
+  lifecycle.onStop("postgres", () => db.destroy());
+  const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: "gateway", log }), log);
+  lifecycle.onStop("nats", () => bus.close());
+  await waitFor("jetstream streams", () => bus.ensureStreams(), log);
+
+  const gateway = createGateway({ env, log, db, bus });
+  lifecycle.onStop("gateway", () => gateway.stop());
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = gateway.app.listen(env.PORT, () => resolve(s));
+    s.once("error", reject);
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));
+  log.info({ port: env.PORT }, "gateway listening");
+}
+
+main().catch((err) => {
+  process.stderr.write(`gateway failed to start: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,37 @@
+import type { Router } from "express";
+import { z } from "zod";
+import { CreateOrganizationRequest, PageQuery, UpdateOrganizationRequest } from "@platform/contracts";
+import { parseBody, parseQuery, type CursorCodec } from "@platform/http";
+import type { Organizations } from "../use-cases/organizations";
+
+type Position = { createdAt: string; id: string };
+const isPosition = (p: unknown): p is Position =>
+  z.object({ createdAt: z.string(), id: z.string() }).safeParse(p).success;
+
+export function registerAdminOrganizations(router: Router, deps: { organizations: Organizations; cursors: CursorCodec<Position> }): void {
+  const { organizations } = deps;
+
+  router.post("/admin/v1/organizations", async (req, res) => {
+    res.status(201).json(await organizations.create(parseBody(CreateOrganizationRequest, req)));
+  });
+
+  router.get("/admin/v1/organizations", async (req, res) => {
+    const q = parseQuery(PageQuery, req);
+    const after = q.cursor ? deps.cursors.decode(q.cursor, isPosition) : undefined;
+    const rows = await organizations.list(q.limit, after);
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    res.json({
+      items: page.map((o) => organizations.toDto(o)),
+      ...(rows.length > q.limit && last ? { nextCursor: deps.cursors.encode({ createdAt: last.createdAt.toISOString(), id: last.id }) } : {}),
+    });
+  });
+
+  router.get("/admin/v1/organizations/:orgId", async (req, res) => {
+    res.json(organizations.toDto(await organizations.get(String(req.params.orgId))));
+  });
+
+  router.patch("/admin/v1/organizations/:orgId", async (req, res) => {
+    res.json(await organizations.update(String(req.params.orgId), parseBody(UpdateOrganizationRequest, req)));
+  });
+}

@@ -1,0 +1,64 @@
+import { expect } from "chai";
+import request from "supertest";
+import { collectSubject, eventually } from "@platform/testing";
+import { GatewayHarness } from "./harness";
+
+describe("gateway: admin organizations", () => {
+  const h = new GatewayHarness();
+  before(() => h.start());
+  after(() => h.stop());
+
+  it("creates an organization with the contract's defaults and announces it on the bus", async () => {
+    const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.sys.organization.upserted.v1`);
+    const res = await h.admin().post("/admin/v1/organizations").send({ name: "Acme" }).expect(201);
+    expect(res.body).to.include({ name: "Acme", plan: "growth" });
+    expect(res.body.id).to.match(/^org_/);
+    expect(res.body.rateLimit).to.deep.equal({ perSecond: 50, burst: 100 });
+    expect(res.body.optOutKeywords).to.deep.equal(["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "OPTOUT"]);
+    await eventually(() => seen.received.some((m) => m.data.id === res.body.id));
+    await seen.close();
+  });
+
+  it("takes plan, rate limit and keywords at creation and by PATCH", async () => {
+    const res = await h
+      .admin()
+      .post("/admin/v1/organizations")
+      .send({ name: "B", plan: "starter", rateLimit: { perSecond: 5, burst: 10 }, optOutKeywords: ["BASTA"] })
+      .expect(201);
+    expect(res.body).to.deep.include({ plan: "starter", rateLimit: { perSecond: 5, burst: 10 }, optOutKeywords: ["BASTA"] });
+    const patched = await h.admin().patch(`/admin/v1/organizations/${res.body.id}`).send({ plan: "inactive", optOutKeywords: null }).expect(200);
+    expect(patched.body.plan).to.equal("inactive");
+    expect(patched.body.optOutKeywords).to.include("STOP");
+    const got = await h.admin().get(`/admin/v1/organizations/${res.body.id}`).expect(200);
+    expect(got.body.plan).to.equal("inactive");
+  });
+
+  it("pages organizations with an opaque cursor", async () => {
+    for (let i = 0; i < 3; i++) await h.admin().post("/admin/v1/organizations").send({ name: `P${i}` }).expect(201);
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const res = await h.admin().get(`/admin/v1/organizations?limit=2${cursor ? `&cursor=${cursor}` : ""}`).expect(200);
+      for (const o of res.body.items) {
+        expect(seen.has(o.id)).to.equal(false);
+        seen.add(o.id);
+      }
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    expect(seen.size).to.be.greaterThan(3);
+  });
+
+  it("serves the OpenAPI document without a key", async () => {
+    const res = await request(h.url).get("/api-reference/openapi.json").expect(200);
+    expect(res.body.openapi).to.equal("3.1.0");
+    expect(Object.keys(res.body.paths)).to.include.members(["/api/v1/ping", "/api/v1/messages", "/api/v1/contacts", "/api/v1/opt-outs"]);
+    const action = res.body.components.schemas.OptOutRequest.properties.action;
+    expect(action.enum).to.deep.equal(["set", "clear"]);
+  });
+
+  it("answers probes", async () => {
+    await request(h.url).get("/healthz").expect(200);
+    const ready = await request(h.url).get("/readyz").expect(200);
+    expect(ready.body.checks).to.deep.equal({ postgres: "ok", nats: "ok" });
+  });
+});

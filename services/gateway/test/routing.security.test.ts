@@ -1,0 +1,88 @@
+import { createHmac } from "node:crypto";
+import { expect } from "chai";
+import request from "supertest";
+import { collectSubject, eventually } from "@platform/testing";
+import { echoServer, GatewayHarness } from "./harness";
+
+describe("gateway: routing, plans and provider webhooks", () => {
+  const h = new GatewayHarness();
+  let echo: Awaited<ReturnType<typeof echoServer>>;
+  before(async () => {
+    echo = await echoServer();
+    await h.start({ CONTACTS_URL: echo.url, MESSAGING_URL: echo.url, TEMPLATE_JOBS_URL: echo.url, WEBHOOK_DISPATCHER_URL: echo.url });
+  });
+  after(async () => {
+    await h.stop();
+    await echo.close();
+  });
+
+  it("forwards the path and query unchanged with the resolved organization, whatever the client claims", async () => {
+    const a = await h.organization();
+    const b = await h.organization();
+    const res = await request(h.url)
+      .get("/api/v1/contacts?limit=5")
+      .set("Authorization", `Bearer ${a.key}`)
+      .set("X-Organization-Id", b.id)
+      .set("X-Internal-Token", "forged-token-forged-token")
+      .expect(200);
+    expect(res.body.url).to.equal("/api/v1/contacts?limit=5");
+    expect(res.body.headers["x-organization-id"]).to.equal(a.id);
+    expect(res.body.headers["x-internal-token"]).to.equal(h.env.internalToken);
+    expect(res.body.headers).to.not.have.property("authorization");
+    expect(res.body.headers["x-request-id"]).to.be.a("string");
+  });
+
+  it("forwards bodies of proxied POSTs", async () => {
+    const a = await h.organization();
+    const res = await request(h.url).post("/api/v1/messages").set("Authorization", `Bearer ${a.key}`).send({ to: "+15550001111", text: "hi" }).expect(200);
+    expect(JSON.parse(res.body.body)).to.deep.equal({ to: "+15550001111", text: "hi" });
+  });
+
+  it("forwards admin routes of services with the path's organization, 404 for an unknown one", async () => {
+    const a = await h.organization();
+    const res = await h.admin().post(`/admin/v1/organizations/${a.id}/channels`).send({ name: "c" }).expect(200);
+    expect(res.body.headers["x-organization-id"]).to.equal(a.id);
+    expect(res.body.url).to.equal(`/admin/v1/organizations/${a.id}/channels`);
+    await h.admin().get(`/admin/v1/organizations/org_nope/webhooks`).expect(404);
+  });
+
+  it("applies the plan rules with 402 PAYMENT_REQUIRED", async () => {
+    const starter = await h.organization({ plan: "starter" });
+    const inactive = await h.organization({ plan: "inactive" });
+    const auth = (k: string) => ({ Authorization: `Bearer ${k}` });
+    let res = await request(h.url).post("/api/v1/templates/send").set(auth(starter.key)).send({}).expect(402);
+    expect(res.body.error.code).to.equal("PAYMENT_REQUIRED");
+    await request(h.url).post("/api/v1/messages").set(auth(starter.key)).send({}).expect(200);
+    res = await request(h.url).post("/api/v1/messages").set(auth(inactive.key)).send({}).expect(402);
+    expect(res.body.error.code).to.equal("PAYMENT_REQUIRED");
+    await request(h.url).post("/api/v1/opt-outs").set(auth(inactive.key)).send({}).expect(402);
+    await request(h.url).get("/api/v1/contacts").set(auth(inactive.key)).expect(200);
+    await request(h.url).get("/api/v1/ping").set(auth(inactive.key)).expect(200);
+  });
+
+  it("answers the provider's subscription handshake", async () => {
+    const ok = await request(h.url).get("/provider/webhooks?hub.mode=subscribe&hub.verify_token=dev-verify-token&hub.challenge=1158201444").expect(200);
+    expect(ok.text).to.equal("1158201444");
+    await request(h.url).get("/provider/webhooks?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1").expect(403);
+  });
+
+  it("stores signed provider batches on JetStream before answering 200, and refuses bad signatures", async () => {
+    const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
+    const body = JSON.stringify({ object: "whatsapp_business_account", entry: [] });
+    const sig = "sha256=" + createHmac("sha256", "dev-app-secret").update(body).digest("hex");
+    await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sig).send(body).expect(200);
+    await eventually(() => seen.received.length === 1);
+    expect(seen.received[0].data.body).to.equal(body);
+    const bad = await request(h.url)
+      .post("/provider/webhooks")
+      .set("Content-Type", "application/json")
+      .set("X-Hub-Signature-256", "sha256=" + "0".repeat(64))
+      .send(body)
+      .expect(401);
+    expect(bad.body.error.code).to.equal("UNAUTHORIZED");
+    await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").send(body).expect(401);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(seen.received).to.have.length(1);
+    await seen.close();
+  });
+});
