@@ -7,3 +7,4 @@ export * from "./events";
 export * from "./subjects";
 export * from "./openapi";
 export * from "./messaging";
+export * from "./contacts";

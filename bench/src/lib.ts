@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import readline from "node:readline";
+import autocannon from "autocannon";
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  total: number;
+}
+
+/** One autocannon run; latencies in ms. */
+export async function load(opts: autocannon.Options): Promise<LoadResult> {
+  const r = await autocannon({ connections: 50, duration: 5, ...opts });
+  return {
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+    total: r.requests.total,
+  };
+}
+
+/** Starts a node script as a child and resolves once it printed a JSON line with `port` (or a line matching `ready`). */
+export function startChild(script: string, args: string[], env: NodeJS.ProcessEnv, ready?: RegExp): Promise<{ child: ChildProcess; port?: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
+    const rl = readline.createInterface({ input: child.stdout! });
+    rl.on("line", (line) => {
+      try {
+        const rec = JSON.parse(line);
+        if (ready ? ready.test(String(rec.msg)) : typeof rec.port === "number") resolve({ child, port: rec.port });
+      } catch {
+        /* not JSON */
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+    setTimeout(() => child.kill("SIGKILL"), 5_000).unref();
+  });
+}
+
+/** Resident set size of a process in MB (Linux /proc). */
+export async function rssMb(pid: number | undefined): Promise<number> {
+  if (!pid) return NaN;
+  const { readFile } = await import("node:fs/promises");
+  const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return Math.round(kb / 1024);
+}

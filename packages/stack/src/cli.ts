@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+import { checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, startStack } from "./index";
+
+/** `npm start`: the whole stack in the foreground until Ctrl-C. */
+async function main(): Promise<void> {
+  const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
+  const natsUrl = process.env.NATS_URL ?? DEFAULT_NATS_URL;
+  const port = Number(process.env.PORT ?? 8080);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    process.stderr.write(`config error: PORT is invalid: must be a port number\n`);
+    process.exit(1);
+  }
+  const problem = await checkDependencies(databaseUrl, natsUrl);
+  if (problem) {
+    process.stderr.write(problem + "\n");
+    process.exit(1);
+  }
+  const generatedAdmin = !process.env.ADMIN_TOKEN;
+  const stack = await startStack({ port, databaseUrl, natsUrl, pretty: process.stdout.isTTY === true });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`[stack] ${signal}: stopping every service\n`);
+    await stack.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  try {
+    await stack.waitReady();
+    const lines = [
+      `[stack] ready: ${stack.url} (services: ${stack.names().join(", ")})`,
+      generatedAdmin ? `[stack] admin token (generated for this run): ${stack.adminToken}` : `[stack] admin token: from ADMIN_TOKEN`,
+      `[stack] try: curl -s -X POST ${stack.url}/admin/v1/organizations -H "Authorization: Bearer ${generatedAdmin ? stack.adminToken : "$ADMIN_TOKEN"}" -H "Content-Type: application/json" -d '{"name":"Acme"}'`,
+    ];
+    for (const l of lines) process.stdout.write(l + "\n");
+  } catch (err) {
+    process.stdout.write(`[stack] not ready yet: ${(err as Error).message}\n`);
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`stack failed: ${(err as Error).message}\n`);
+  process.exit(1);
+});

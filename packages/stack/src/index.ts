@@ -1,0 +1,238 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import readline from "node:readline";
+
+/**
+ * Runs the whole stack as `npm start` does: every service its own OS process
+ * (`node services/<name>/dist/index.js`, so it can be found and stopped like a
+ * pod), restarted within a second when it dies, with one combined log, a
+ * prefix per service. The end-to-end tests and benchmarks start it the same way.
+ */
+export const REPO_ROOT = path.resolve(__dirname, "../../..");
+
+export interface StackOptions {
+  port?: number;
+  databaseUrl?: string;
+  natsUrl?: string;
+  namespace?: string;
+  adminToken?: string;
+  internalToken?: string;
+  /** Extra env for every process (e.g. WEBHOOK_ALLOW_PRIVATE_TARGETS). */
+  env?: Record<string, string>;
+  /** Where log lines go; default stdout. */
+  onLog?: (line: string) => void;
+  pretty?: boolean;
+  readyTimeoutMs?: number;
+}
+
+interface Proc {
+  name: string;
+  script: string;
+  env: Record<string, string>;
+  child?: ChildProcess;
+  restarts: number;
+}
+
+export interface Stack {
+  url: string;
+  adminToken: string;
+  internalToken: string;
+  simulatorUrl?: string;
+  env: Record<string, string>;
+  /** Names of the processes (gateway, services, provider-simulator). */
+  names(): string[];
+  pid(name: string): number | undefined;
+  restarts(name: string): number;
+  /** Sends a signal to a process, as `kill` would; the supervisor restarts it. */
+  kill(name: string, signal?: NodeJS.Signals): void;
+  waitReady(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** True when host:port accepts a TCP connection within `timeoutMs`. */
+export function reachable(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}
+
+export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/messaging";
+export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
+
+/** Null when Postgres and NATS answer (retrying for a few seconds), else one line saying how to get them. */
+export async function checkDependencies(databaseUrl: string, natsUrl: string, waitMs = 5_000): Promise<string | null> {
+  const pg = new URL(databaseUrl);
+  const nats = new URL(natsUrl.split(",")[0].trim());
+  const targets = [
+    { what: "PostgreSQL", host: pg.hostname, port: Number(pg.port || 5432) },
+    { what: "NATS", host: nats.hostname, port: Number(nats.port || 4222) },
+  ];
+  const deadline = Date.now() + waitMs;
+  for (const t of targets) {
+    while (!(await reachable(t.host, t.port))) {
+      if (Date.now() > deadline) {
+        return (
+          `${t.what} does not answer at ${t.host}:${t.port}: start it with \`bash infra/dev-services.sh\` ` +
+          `(or \`docker compose -f infra/docker-compose.yml up -d\`, or install the OS package: postgresql / nats-server with -js)`
+        );
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  return null;
+}
+
+const COLORS = [36, 35, 33, 32, 34, 91, 96];
+
+function formatLine(name: string, line: string, pretty: boolean, color: number): string {
+  const prefix = pretty ? `\x1b[${color}m[${name}]\x1b[0m` : `[${name}]`;
+  if (!pretty || !line.startsWith("{")) return `${prefix} ${line}`;
+  try {
+    const rec = JSON.parse(line) as Record<string, unknown>;
+    const { level, time, msg, service: _s, pid: _p, hostname: _h, ...rest } = rec;
+    const fields = Object.entries(rest)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(" ");
+    const t = typeof time === "string" ? time.slice(11, 23) : "";
+    return `${prefix} ${t} ${String(level ?? "").toUpperCase().padEnd(5)} ${msg ?? ""}${fields ? "  " + fields : ""}`;
+  } catch {
+    return `${prefix} ${line}`;
+  }
+}
+
+/** Folders under services/ that have a build to run. */
+export function discoverServices(root = REPO_ROOT): string[] {
+  const dir = path.join(root, "services");
+  return readdirSync(dir)
+    .filter((name) => name !== "gateway" && existsSync(path.join(dir, name, "dist", "index.js")))
+    .sort();
+}
+
+const urlVar = (service: string) => `${service.toUpperCase().replace(/-/g, "_")}_URL`;
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const log = opts.onLog ?? ((line: string) => process.stdout.write(line + "\n"));
+  const pretty = opts.pretty ?? false;
+  const port = opts.port ?? 8080;
+  const adminToken = opts.adminToken ?? process.env.ADMIN_TOKEN ?? `adm_${randomBytes(24).toString("base64url")}`;
+  const internalToken = opts.internalToken ?? process.env.INTERNAL_TOKEN ?? `int_${randomBytes(24).toString("base64url")}`;
+  const base: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATABASE_URL: opts.databaseUrl ?? process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
+    NATS_URL: opts.natsUrl ?? process.env.NATS_URL ?? DEFAULT_NATS_URL,
+    INTERNAL_TOKEN: internalToken,
+    ...(opts.namespace !== undefined ? { BUS_NAMESPACE: opts.namespace } : {}),
+    ...opts.env,
+  };
+  delete base.PORT;
+
+  const procs: Proc[] = [];
+  let simulatorUrl: string | undefined;
+  if (!base.PROVIDER_BASE_URL) {
+    const simPort = await freePort();
+    simulatorUrl = `http://127.0.0.1:${simPort}`;
+    base.PROVIDER_BASE_URL = simulatorUrl;
+    procs.push({
+      name: "provider-simulator",
+      script: path.join(REPO_ROOT, "packages/provider-simulator/dist/cli.js"),
+      env: { ...base, PORT: String(simPort), PROVIDER_WEBHOOK_URL: `http://127.0.0.1:${port}/provider/webhooks` },
+      restarts: 0,
+    });
+  }
+  const gatewayEnv: Record<string, string> = { ...base, PORT: String(port), ADMIN_TOKEN: adminToken };
+  for (const name of discoverServices()) {
+    const servicePort = await freePort();
+    gatewayEnv[urlVar(name)] = `http://127.0.0.1:${servicePort}`;
+    procs.push({ name, script: path.join(REPO_ROOT, "services", name, "dist/index.js"), env: { ...base, PORT: String(servicePort) }, restarts: 0 });
+  }
+  procs.push({ name: "gateway", script: path.join(REPO_ROOT, "services/gateway/dist/index.js"), env: gatewayEnv, restarts: 0 });
+
+  let stopping = false;
+  const spawnProc = (p: Proc, color: number) => {
+    const child = spawn(process.execPath, [p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe"] });
+    p.child = child;
+    for (const stream of [child.stdout, child.stderr]) {
+      readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color)));
+    }
+    child.on("exit", (code, signal) => {
+      if (stopping) return;
+      p.restarts++;
+      log(formatLine("stack", `${p.name} exited (${signal ?? `code ${code}`}); restarting in 1 s (restart #${p.restarts})`, pretty, 37));
+      setTimeout(() => {
+        if (!stopping) spawnProc(p, color);
+      }, 1_000);
+    });
+  };
+  procs.forEach((p, i) => spawnProc(p, COLORS[i % COLORS.length]));
+
+  const url = `http://127.0.0.1:${port}`;
+  const stack: Stack = {
+    url,
+    adminToken,
+    internalToken,
+    simulatorUrl,
+    env: base,
+    names: () => procs.map((p) => p.name),
+    pid: (name) => procs.find((p) => p.name === name)?.child?.pid,
+    restarts: (name) => procs.find((p) => p.name === name)?.restarts ?? 0,
+    kill: (name, signal = "SIGKILL") => {
+      procs.find((p) => p.name === name)?.child?.kill(signal);
+    },
+    waitReady: async (timeoutMs = opts.readyTimeoutMs ?? 90_000) => {
+      const deadline = Date.now() + timeoutMs;
+      let last = "";
+      while (Date.now() < deadline) {
+        try {
+          const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) });
+          last = await res.text();
+          if (res.status === 200) return;
+        } catch (err) {
+          last = (err as Error).message;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      throw new Error(`stack not ready within ${timeoutMs} ms: ${last}`);
+    },
+    stop: async () => {
+      stopping = true;
+      await Promise.all(
+        procs.map(
+          (p) =>
+            new Promise<void>((resolve) => {
+              const child = p.child;
+              if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+              const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+              child.once("exit", () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              child.kill("SIGTERM");
+            }),
+        ),
+      );
+    },
+  };
+  return stack;
+}

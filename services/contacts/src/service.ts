@@ -1,0 +1,46 @@
+import { Router } from "express";
+import type { ServiceDefinition } from "@platform/service";
+import { consumeChannelUpserted } from "./bus/consumers/sys.channel.upserted.consumer";
+import { consumeMessageReceived } from "./bus/consumers/evt.message.received.consumer";
+import { consumeOrganizationUpserted } from "./bus/consumers/sys.organization.upserted.consumer";
+import { serveResponders } from "./bus/responders";
+import { entities } from "./db/entities";
+import { CreateContactsSchema1763760000000 } from "./db/migrations/1763760000000-CreateContactsSchema";
+import { envShape } from "./env";
+import { adminOptOutsCreate } from "./routes/admin_opt-outs_create";
+import { v1ContactsList } from "./routes/v1_contacts_list";
+import { v1OptOutsCreate } from "./routes/v1_opt-outs_create";
+import { createContext, SCHEMA } from "./use-cases/context";
+
+/**
+ * contacts: the organization's contacts and the per-channel opt-outs every
+ * send path obeys (RPC checkOptOuts), keyword opt-outs from inbound messages,
+ * and `optout.created` through the outbox.
+ */
+export const definition: ServiceDefinition<typeof envShape> = {
+  name: "contacts",
+  schema: SCHEMA,
+  env: envShape,
+  entities,
+  migrations: [CreateContactsSchema1763760000000],
+  routes(deps) {
+    const ctx = createContext(deps);
+    const router = Router();
+    v1ContactsList(router, ctx);
+    v1OptOutsCreate(router, ctx);
+    adminOptOutsCreate(router, ctx);
+    return router;
+  },
+  async start(deps) {
+    const ctx = createContext(deps);
+    serveResponders(ctx);
+    await consumeOrganizationUpserted(ctx);
+    await consumeChannelUpserted(ctx);
+    await consumeMessageReceived(ctx);
+    return [];
+  },
+};
+
+export { envShape } from "./env";
+export { contactCursorCodec, type ContactCursorPosition } from "./use-cases/list-contacts";
+export { matchOptOutKeyword } from "./use-cases/keyword-opt-out";

@@ -1,0 +1,30 @@
+import { normalizePhone } from "@platform/contracts";
+import { PermanentError } from "@platform/bus";
+import type { ContactsContext } from "./context";
+
+/** A request no retry can fix, answered over the bus as VALIDATION_ERROR. */
+export class InvalidRequestError extends PermanentError {
+  readonly code = "VALIDATION_ERROR";
+}
+
+/**
+ * The contact of (organization, phone), created on first sight (first inbound
+ * or outbound message, template job recipient); `name` and `waId` are kept
+ * when the caller knows them.
+ */
+export async function resolveContact(
+  ctx: ContactsContext,
+  req: { organizationId: string; phone: string; name?: string; waId?: string },
+): Promise<{ contactId: string; phone: string; created: boolean }> {
+  const phone = normalizePhone(req.phone);
+  if (!phone) throw new InvalidRequestError(`phone ${JSON.stringify(req.phone)} is not a valid phone number`);
+  return ctx.contacts.resolve(req.organizationId, phone, { name: req.name, waId: req.waId });
+}
+
+/** Contacts of many E.164 numbers at once (template jobs), in the order given. */
+export async function resolveContacts(
+  ctx: ContactsContext,
+  req: { organizationId: string; phones: string[] },
+): Promise<{ contactIds: string[]; created: number }> {
+  return ctx.contacts.resolveMany(req.organizationId, req.phones);
+}
