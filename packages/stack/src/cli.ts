@@ -31,6 +31,7 @@ async function main(): Promise<void> {
     await stack.waitReady();
     const lines = [
       `[stack] ready: ${stack.url} (services: ${stack.names().join(", ")})`,
+      ...(stack.simulatorUrl ? [`[stack] provider simulator: ${stack.simulatorUrl} (inject inbound messages: POST ${stack.simulatorUrl}/_sim/inbound)`] : []),
       generatedAdmin ? `[stack] admin token (generated for this run): ${stack.adminToken}` : `[stack] admin token: from ADMIN_TOKEN`,
       `[stack] try: curl -s -X POST ${stack.url}/admin/v1/organizations -H "Authorization: Bearer ${generatedAdmin ? stack.adminToken : "$ADMIN_TOKEN"}" -H "Content-Type: application/json" -d '{"name":"Acme"}'`,
     ];
