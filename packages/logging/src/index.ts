@@ -7,8 +7,8 @@ export type Logger = pino.Logger;
  * `log.error({ webhookId, attempt }, "webhook delivery failed")`.
  * Secrets are redacted wherever they might appear in a logged object.
  */
-export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info"): Logger {
-  return pino({
+export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info", destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -27,5 +27,6 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       censor: "[redacted]",
     },
     formatters: { level: (label) => ({ level: label }) },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

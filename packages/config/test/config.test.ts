@@ -1,0 +1,34 @@
+import { expect } from "chai";
+import { z } from "zod";
+import { baseEnv, ConfigError, envBoolean, envIntList, parseEnv } from "../src";
+
+describe("parseEnv", () => {
+  const schema = z.object({ ...baseEnv, FLAG: envBoolean(false), DELAYS: envIntList("5,10"), TOKEN: z.string().min(16) });
+
+  it("applies the contract defaults", () => {
+    const env = parseEnv(schema, { TOKEN: "x".repeat(16) }, { exitOnError: false });
+    expect(env.DATABASE_URL).to.equal("postgres://postgres@127.0.0.1:5432/messaging");
+    expect(env.NATS_URL).to.equal("nats://127.0.0.1:4222");
+    expect(env.FLAG).to.equal(false);
+    expect(env.DELAYS).to.deep.equal([5, 10]);
+  });
+
+  it("reads 'false' as false", () => {
+    expect(parseEnv(schema, { TOKEN: "x".repeat(16), FLAG: "false" }, { exitOnError: false }).FLAG).to.equal(false);
+    expect(parseEnv(schema, { TOKEN: "x".repeat(16), FLAG: "true" }, { exitOnError: false }).FLAG).to.equal(true);
+  });
+
+  it("reports one readable line per bad or missing variable", () => {
+    try {
+      parseEnv(schema, { DATABASE_URL: "mysql://x", FLAG: "maybe", DELAYS: "1,,2" }, { exitOnError: false, service: "svc" });
+      expect.fail("should throw");
+    } catch (err) {
+      expect(err).to.be.instanceOf(ConfigError);
+      const lines = (err as ConfigError).problems;
+      expect(lines).to.have.length(4);
+      expect(lines.find((l) => l.includes("TOKEN"))).to.match(/TOKEN is missing/);
+      expect(lines.find((l) => l.includes("DATABASE_URL"))).to.match(/DATABASE_URL is invalid/);
+      expect(lines.every((l) => l.startsWith("config error [svc]: "))).to.equal(true);
+    }
+  });
+});

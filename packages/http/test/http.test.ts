@@ -1,0 +1,98 @@
+import { expect } from "chai";
+import express from "express";
+import request from "supertest";
+import { z } from "zod";
+import { createLogger } from "@platform/logging";
+import { ApiError, CursorCodec, createServiceApp, organizationOf, parseBody, parseQuery } from "../src";
+
+const log = createLogger("http-test", "silent");
+
+function app() {
+  const routes = express.Router();
+  routes.post("/things", (req, res) => {
+    const body = parseBody(z.object({ name: z.string().min(1), items: z.array(z.object({ n: z.number() })).optional() }), req);
+    res.json({ body, org: organizationOf(res) });
+  });
+  routes.get("/things", (req, res) => {
+    res.json(parseQuery(z.object({ limit: z.coerce.number().int().min(1).max(100).default(25) }), req));
+  });
+  routes.get("/boom", () => {
+    throw new Error("secret internals");
+  });
+  routes.get("/teapot", () => {
+    throw new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
+  });
+  return createServiceApp({ service: "t", log, internalToken: "internal-token-123456", readiness: {}, routes });
+}
+
+const internal = { "x-internal-token": "internal-token-123456", "x-organization-id": "org_1" };
+
+describe("http kit", () => {
+  it("refuses calls without the internal token", async () => {
+    const res = await request(app()).get("/things").expect(401);
+    expect(res.body.error.code).to.equal("UNAUTHORIZED");
+    await request(app()).get("/things").set("x-internal-token", "wrong-token-000000000").expect(401);
+  });
+
+  it("answers VALIDATION_ERROR with dotted paths", async () => {
+    const res = await request(app()).post("/things").set(internal).send({ name: "", items: [{ n: 1 }, { n: "x" }] }).expect(400);
+    expect(res.body.error.code).to.equal("VALIDATION_ERROR");
+    expect(res.body.error.details.map((d: { path: string }) => d.path)).to.deep.equal(["name", "items.1.n"]);
+  });
+
+  it("prefixes query paths with query.", async () => {
+    const res = await request(app()).get("/things?limit=500").set(internal).expect(400);
+    expect(res.body.error.details[0].path).to.equal("query.limit");
+    await request(app()).get("/things?limit=1&limit=2").set(internal).expect(400);
+    expect((await request(app()).get("/things").set(internal).expect(200)).body).to.deep.equal({ limit: 25 });
+  });
+
+  it("answers INVALID_JSON, PAYLOAD_TOO_LARGE and a missing body", async () => {
+    let res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").send("{oops").expect(400);
+    expect(res.body.error.code).to.equal("INVALID_JSON");
+    res = await request(app()).post("/things").set(internal).send({ name: "x".repeat(2_000_000) }).expect(413);
+    expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+    res = await request(app()).post("/things").set(internal).set("Content-Type", "text/plain").send("name=x").expect(400);
+    expect(res.body.error.code).to.equal("VALIDATION_ERROR");
+  });
+
+  it("answers ApiErrors with their status and unknown errors as a bare 500 envelope", async () => {
+    const res = await request(app()).get("/teapot").set(internal).expect(403);
+    expect(res.body).to.deep.equal({ error: { code: "CONTACT_OPTED_OUT", message: "Contact opted out" } });
+    const boom = await request(app()).get("/boom").set(internal).expect(500);
+    expect(boom.body).to.deep.equal({ error: { code: "INTERNAL_ERROR", message: "Internal error" } });
+  });
+
+  it("answers 404 envelopes and echoes request ids", async () => {
+    const res = await request(app()).get("/nope").set(internal).set("X-Request-Id", "abc-123").expect(404);
+    expect(res.body.error.code).to.equal("NOT_FOUND");
+    expect(res.headers["x-request-id"]).to.equal("abc-123");
+  });
+
+  it("serves probes and metrics without the token", async () => {
+    await request(app()).get("/healthz").expect(200);
+    await request(app()).get("/readyz").expect(200);
+    const metrics = await request(app()).get("/metrics").expect(200);
+    expect(metrics.text).to.include("process_cpu_user_seconds_total");
+  });
+});
+
+describe("CursorCodec", () => {
+  const codec = new CursorCodec<{ id: string }>("key-1", "things");
+  const isPos = (p: unknown): p is { id: string } => typeof (p as { id?: unknown })?.id === "string";
+
+  it("round-trips a position", () => {
+    expect(codec.decode(codec.encode({ id: "x" }), isPos)).to.deep.equal({ id: "x" });
+  });
+
+  it("refuses tampered, foreign and malformed cursors with INVALID_CURSOR", () => {
+    const good = codec.encode({ id: "x" });
+    const [body, sig] = good.split(".");
+    const tampered = Buffer.from(JSON.stringify({ k: "things", p: { id: "y" } })).toString("base64url") + "." + sig;
+    const foreign = new CursorCodec<{ id: string }>("key-2", "things").encode({ id: "x" });
+    const otherKind = new CursorCodec<{ id: string }>("key-1", "others").encode({ id: "x" });
+    for (const bad of [tampered, foreign, otherKind, "abc", `${body}.`, `${good}.x`]) {
+      expect(() => codec.decode(bad, isPos), bad).to.throw(ApiError).with.property("code", "INVALID_CURSOR");
+    }
+  });
+});
