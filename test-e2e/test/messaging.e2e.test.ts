@@ -1,0 +1,141 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import { collectSubject, eventually } from "@platform/testing";
+import { verifySignature, verifyStandardWebhook } from "@platform/webhook-verify";
+import { E2E } from "./stack";
+
+interface Received {
+  raw: string;
+  headers: http.IncomingHttpHeaders;
+  body: { event: string; timestamp: string; organizationId: string; data: Record<string, any> };
+}
+
+/** A real webhook receiver on loopback, verifying signatures over the raw bytes as an integrator would. */
+async function receiver() {
+  const received: Received[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks).toString("utf8");
+      received.push({ raw, headers: req.headers, body: JSON.parse(raw) });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe("e2e: a conversation through the gateway, the simulator and webhooks", function () {
+  this.timeout(180_000);
+  const e2e = new E2E();
+  before(() => e2e.start());
+  after(() => e2e.stop());
+
+  it("inbound message → reply → statuses → events on the bus and signed webhooks; opt-outs block", async () => {
+    const sim = e2e.stack.simulatorUrl!;
+    const org = await e2e.organization();
+    const phoneNumberId = String(100_000_000 + Math.floor(Math.random() * 899_999_999));
+    const channel = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/channels`, {
+      name: "Support",
+      phoneNumber: "+15550100000",
+      providerPhoneNumberId: phoneNumberId,
+    });
+    expect(channel.status).to.equal(201);
+
+    const hooks = await receiver();
+    const webhook = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/webhooks`, {
+      url: hooks.url,
+      events: ["message.received", "message.sent", "message.delivered", "message.read", "conversation.opened", "optout.created"],
+    });
+    expect(webhook.status).to.equal(201);
+    const secret: string = webhook.body.secret;
+    const bus = await collectSubject(e2e.env.natsUrl, `${e2e.env.namespace}.evt.>`);
+
+    try {
+      // No inbound message yet: outside the 24-hour window.
+      const early = await e2e.call("POST", "/api/v1/messages", { token: org.key, body: { to: "+15550001111", text: "Hi" } });
+      expect(early.status).to.equal(400);
+      expect(early.body.error.code).to.equal("OUTSIDE_SERVICE_WINDOW");
+
+      // The customer writes in.
+      const injected = await fetch(`${sim}/_sim/inbound`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ phoneNumberId, from: "15550001111", text: "Hello, I need help", name: "Ana" }),
+      });
+      expect(injected.status).to.be.within(200, 299);
+      const received = await eventually(() => bus.received.find((m) => m.data.event === "message.received"), 15_000);
+      expect(received.data.organizationId).to.equal(org.id);
+      expect(received.data.data).to.include({ phone: "+15550001111", type: "text", text: "Hello, I need help", messagingChannelId: channel.body.id });
+
+      const contacts = await e2e.call("GET", "/api/v1/contacts", { token: org.key });
+      expect(contacts.status).to.equal(200);
+      expect(contacts.body.items).to.have.length(1);
+      expect(contacts.body.items[0]).to.include({ phone: "+15550001111", name: "Ana", isOptedOut: false });
+
+      // We answer, in the window, with a phone variant of the same number.
+      const sent = await e2e.call("POST", "/api/v1/messages", { token: org.key, body: { to: "+1 (555) 000-1111", text: "How can we help?" } });
+      expect(sent.status).to.equal(200);
+      expect(sent.body.contactId).to.equal(contacts.body.items[0].id);
+      expect(sent.body.conversationId).to.equal(received.data.data.conversationId);
+      const messageId = sent.body.id;
+      for (const status of ["sent", "delivered", "read"]) {
+        await eventually(() => bus.received.find((m) => m.data.event === `message.${status}` && m.data.data.messageId === messageId), 15_000);
+      }
+
+      const conversations = await e2e.call("GET", "/api/v1/conversations", { token: org.key });
+      expect(conversations.body.items).to.have.length(1);
+      expect(conversations.body.items[0].status).to.equal("open");
+
+      // Webhooks arrive signed; verified over the raw bytes with the published helper.
+      await eventually(() => hooks.received.some((r) => r.body.event === "message.read"), 15_000);
+      for (const r of hooks.received) {
+        expect(verifySignature(r.raw, r.headers["x-service-signature"] as string, secret)).to.equal(true);
+        expect(r.headers["user-agent"]).to.equal("Service-Webhooks/1");
+        expect(r.headers["x-service-event"]).to.equal(r.body.event);
+        expect(
+          verifyStandardWebhook(r.raw, {
+            "webhook-id": r.headers["webhook-id"] as string,
+            "webhook-timestamp": r.headers["webhook-timestamp"] as string,
+            "webhook-signature": r.headers["webhook-signature"] as string,
+          }, secret),
+        ).to.equal(true);
+      }
+      const events = hooks.received.map((r) => r.body.event);
+      expect(events).to.include.members(["message.received", "conversation.opened", "message.sent", "message.delivered", "message.read"]);
+
+      // An opt-out through the API blocks the next send at once.
+      const optOut = await e2e.call("POST", "/api/v1/opt-outs", {
+        token: org.key,
+        body: { action: "set", messagingChannelId: channel.body.id, phone: "+15550001111", reason: "asked by phone" },
+      });
+      expect(optOut.status).to.equal(200);
+      expect(optOut.body.active).to.equal(true);
+      const blocked = await e2e.call("POST", "/api/v1/messages", { token: org.key, body: { to: "+15550001111", text: "One more thing" } });
+      expect(blocked.status).to.equal(403);
+      expect(blocked.body).to.deep.equal({ error: { code: "CONTACT_OPTED_OUT", message: "Contact opted out" } });
+      await eventually(() => hooks.received.some((r) => r.body.event === "optout.created" && r.body.data.source === "api"), 15_000);
+
+      // A second customer sends STOP: a keyword opt-out on that channel.
+      await fetch(`${sim}/_sim/inbound`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ phoneNumberId, from: "15550002222", text: "  stop " }),
+      });
+      const keyword = await eventually(
+        () => bus.received.find((m) => m.data.event === "optout.created" && m.data.data.source === "keyword"),
+        15_000,
+      );
+      expect(keyword.data.data).to.include({ phone: "+15550002222", messagingChannelId: channel.body.id });
+    } finally {
+      await bus.close();
+      await hooks.close();
+    }
+  });
+});
