@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Client } from "pg";
 import { connect } from "nats";
-import { ensureDatabase, quoteIdent } from "@platform/db";
 
 /**
  * Isolation for tests that use the real Postgres and NATS on the machine:
@@ -21,13 +20,28 @@ export interface TestEnvironment {
   cleanup(): Promise<void>;
 }
 
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+async function createDatabase(databaseUrl: string): Promise<void> {
+  const name = new URL(databaseUrl).pathname.slice(1);
+  const admin = new URL(databaseUrl);
+  admin.pathname = "/postgres";
+  const client = new Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** A fresh database and namespace for one test run (call from a root `before`, clean up in `after`). */
 export async function createTestEnvironment(label = "t"): Promise<TestEnvironment> {
   const suffix = randomSuffix();
   const url = new URL(TEST_DATABASE_BASE);
   url.pathname = `/${label}_${suffix}`;
   const databaseUrl = url.toString();
-  await ensureDatabase(databaseUrl);
+  await createDatabase(databaseUrl);
   const namespace = `${label}_${suffix}`.toLowerCase();
   return {
     databaseUrl,
