@@ -23,6 +23,7 @@ const THROUGHPUT_EVENTS = 20_000;
 const LATENCY_RATE = 500;
 const LATENCY_SECONDS = 10;
 const now = () => performance.timeOrigin + performance.now();
+const progress = (msg: string) => process.stderr.write(`[webhooks bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function percentile(sorted: number[], q: number): number {
@@ -95,7 +96,9 @@ export async function run(): Promise<string> {
       }
       await Promise.all(batch);
     }
+    progress(`published ${THROUGHPUT_EVENTS} events in ${((now() - start) / 1000).toFixed(1)} s`);
     const got = await waitFor("ok", THROUGHPUT_EVENTS, 120_000);
+    progress(`delivered ${got.length}`);
     const last = Math.max(...got.map((x) => x[2]));
     const seconds = (last - start) / 1000;
     return { rate: Math.round(got.length / seconds), delivered: got.length, seconds };
@@ -114,7 +117,9 @@ export async function run(): Promise<string> {
     await createWebhook(hangOrg, `${base}/hang/0`);
 
     // Warm-up (connections, JIT, plans).
+    progress("warm-up");
     await throughput(healthyOrgs.slice(0, 2)).catch(() => undefined);
+    progress("latency run");
 
     // 1. Latency at a steady 500 events per second (one webhook).
     await reset();
@@ -136,6 +141,7 @@ export async function run(): Promise<string> {
     const latArrivals = await waitFor("ok", sent.size, 30_000);
     const latencies = latArrivals.filter((a) => sent.has(a[1])).map((a) => a[2] - sent.get(a[1])!).sort((a, b) => a - b);
 
+    progress(`latency: ${latencies.length} deliveries`);
     // 2. Throughput to 10 healthy webhooks.
     const healthy = await throughput(healthyOrgs);
 

@@ -1,0 +1,33 @@
+import { Column, Entity, PrimaryColumn } from "typeorm";
+
+export type MessageDirection = "inbound" | "outbound";
+/** `received` for inbound; outbound: `pending` → `sent` → `delivered` → `read`, or `failed`. */
+export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed";
+
+@Entity({ name: "messages" })
+export class MessageEntity {
+  @PrimaryColumn({ type: "text" }) id!: string;
+  @Column({ name: "organization_id", type: "text" }) organizationId!: string;
+  @Column({ name: "channel_id", type: "text" }) channelId!: string;
+  @Column({ name: "conversation_id", type: "text" }) conversationId!: string;
+  @Column({ name: "contact_id", type: "text" }) contactId!: string;
+  @Column({ type: "text" }) phone!: string;
+  @Column({ type: "text" }) direction!: MessageDirection;
+  @Column({ type: "text" }) type!: string;
+  @Column({ type: "text", nullable: true }) text!: string | null;
+  @Column({ name: "button_text", type: "text", nullable: true }) buttonText!: string | null;
+  @Column({ name: "button_payload", type: "text", nullable: true }) buttonPayload!: string | null;
+  @Column({ type: "text" }) status!: MessageStatus;
+  @Column({ name: "provider_message_id", type: "text", nullable: true }) providerMessageId!: string | null;
+  @Column({ name: "provider_timestamp", type: "timestamptz", nullable: true }) providerTimestamp!: Date | null;
+  @Column({ name: "template_job_id", type: "text", nullable: true }) templateJobId!: string | null;
+  @Column({ name: "error_code", type: "text", nullable: true }) errorCode!: string | null;
+  @Column({ name: "error_title", type: "text", nullable: true }) errorTitle!: string | null;
+  /** Provider calls made so far; the attempt number is also the lease owner's token. */
+  @Column({ type: "integer" }) attempts!: number;
+  /** While in the future, one sender (request or retry worker) owns the provider call. */
+  @Column({ name: "lease_until", type: "timestamptz", nullable: true }) leaseUntil!: Date | null;
+  @Column({ name: "next_attempt_at", type: "timestamptz", nullable: true }) nextAttemptAt!: Date | null;
+  @Column({ name: "created_at", type: "timestamptz" }) createdAt!: Date;
+  @Column({ name: "updated_at", type: "timestamptz" }) updatedAt!: Date;
+}

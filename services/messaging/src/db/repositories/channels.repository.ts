@@ -1,0 +1,116 @@
+import type { Channel } from "@platform/contracts";
+import { iso } from "@platform/db";
+import { run, SCHEMA, type Queryable } from "./queryable";
+
+export interface ChannelRow {
+  id: string;
+  organization_id: string;
+  name: string;
+  phone_number: string;
+  provider_phone_number_id: string;
+  connected: boolean;
+  is_default: boolean;
+  messages_per_second: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const toChannel = (r: ChannelRow): Channel => ({
+  id: r.id,
+  name: r.name,
+  phoneNumber: r.phone_number,
+  providerPhoneNumberId: r.provider_phone_number_id,
+  connected: r.connected,
+  isDefault: r.is_default,
+  messagesPerSecond: r.messages_per_second,
+  createdAt: iso(r.created_at)!,
+  updatedAt: iso(r.updated_at)!,
+});
+
+/** Tenant-scoped channel queries; only `findByProviderPhoneNumberId` is global (the provider does not know tenants). */
+export const channelsRepository = {
+  /** Serializes channel writes of one organization (the default-channel rule). */
+  async lockOrganization(q: Queryable, organizationId: string): Promise<void> {
+    await run(q, `SELECT pg_advisory_xact_lock(hashtext('messaging.channels:' || $1))`, [organizationId]);
+  },
+
+  async countInOrganization(q: Queryable, organizationId: string): Promise<number> {
+    const rows = await run(q, `SELECT count(*)::int AS n FROM ${SCHEMA}.channels WHERE organization_id = $1`, [organizationId]);
+    return rows[0].n;
+  },
+
+  /** Clears the default flag of the organization's other channels; returns the channels it changed. */
+  async clearDefault(q: Queryable, organizationId: string, exceptId: string | null): Promise<ChannelRow[]> {
+    return run(q, 
+      `UPDATE ${SCHEMA}.channels SET is_default = false, updated_at = clock_timestamp()
+       WHERE organization_id = $1 AND is_default AND id IS DISTINCT FROM $2 RETURNING *`,
+      [organizationId, exceptId],
+    );
+  },
+
+  async insert(q: Queryable, row: Omit<ChannelRow, "created_at" | "updated_at">): Promise<ChannelRow> {
+    const rows = await run(q, 
+      `INSERT INTO ${SCHEMA}.channels (id, organization_id, name, phone_number, provider_phone_number_id, connected, is_default, messages_per_second)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [row.id, row.organization_id, row.name, row.phone_number, row.provider_phone_number_id, row.connected, row.is_default, row.messages_per_second],
+    );
+    await run(q, `INSERT INTO ${SCHEMA}.channel_pacing (channel_id, messages_per_second) VALUES ($1, $2)`, [row.id, row.messages_per_second]);
+    return rows[0];
+  },
+
+  async update(
+    q: Queryable,
+    organizationId: string,
+    id: string,
+    patch: { name?: string; connected?: boolean; isDefault?: boolean; messagesPerSecond?: number },
+  ): Promise<ChannelRow | undefined> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.channels SET
+         name = coalesce($3, name),
+         connected = coalesce($4, connected),
+         is_default = coalesce($5, is_default),
+         messages_per_second = coalesce($6, messages_per_second),
+         updated_at = clock_timestamp()
+       WHERE organization_id = $1 AND id = $2 RETURNING *`,
+      [organizationId, id, patch.name ?? null, patch.connected ?? null, patch.isDefault ?? null, patch.messagesPerSecond ?? null],
+    );
+    if (rows[0] && patch.messagesPerSecond !== undefined) {
+      await run(q, `UPDATE ${SCHEMA}.channel_pacing SET messages_per_second = $2 WHERE channel_id = $1`, [id, patch.messagesPerSecond]);
+    }
+    return rows[0];
+  },
+
+  async findById(q: Queryable, organizationId: string, id: string): Promise<ChannelRow | undefined> {
+    const rows = await run(q, `SELECT * FROM ${SCHEMA}.channels WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
+    return rows[0];
+  },
+
+  async list(q: Queryable, organizationId: string): Promise<ChannelRow[]> {
+    return run(q, `SELECT * FROM ${SCHEMA}.channels WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+  },
+
+  async findByProviderPhoneNumberId(q: Queryable, providerPhoneNumberId: string): Promise<ChannelRow | undefined> {
+    const rows = await run(q, `SELECT * FROM ${SCHEMA}.channels WHERE provider_phone_number_id = $1`, [providerPhoneNumberId]);
+    return rows[0];
+  },
+
+  /**
+   * The sending channel (explicit id, else the organization's default) and, in
+   * the same round trip, the provider timestamp of the phone's last inbound
+   * message on it (the 24-hour window).
+   */
+  async findForSend(
+    q: Queryable,
+    organizationId: string,
+    channelId: string | undefined,
+    phone: string,
+  ): Promise<(ChannelRow & { last_inbound_at: Date | null }) | undefined> {
+    const rows = await run(q, 
+      `SELECT c.*, w.last_inbound_at FROM ${SCHEMA}.channels c
+       LEFT JOIN ${SCHEMA}.service_windows w ON w.channel_id = c.id AND w.phone = $3
+       WHERE c.organization_id = $1 AND (($2::text IS NULL AND c.is_default) OR c.id = $2::text)`,
+      [organizationId, channelId ?? null, phone],
+    );
+    return rows[0];
+  },
+};

@@ -1,0 +1,80 @@
+import type { Conversation } from "@platform/contracts";
+import { iso } from "@platform/db";
+import { newId } from "@platform/id";
+import { run, SCHEMA, type Queryable } from "./queryable";
+
+export interface ConversationRow {
+  id: string;
+  organization_id: string;
+  channel_id: string;
+  contact_id: string;
+  phone: string;
+  status: "open" | "closed";
+  opened_at: Date;
+  closed_at: Date | null;
+  last_message_at: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const toConversation = (r: ConversationRow): Conversation => ({
+  id: r.id,
+  contactId: r.contact_id,
+  messagingChannelId: r.channel_id,
+  phone: r.phone,
+  status: r.status,
+  openedAt: iso(r.opened_at)!,
+  closedAt: iso(r.closed_at),
+  lastMessageAt: iso(r.last_message_at)!,
+  createdAt: iso(r.created_at)!,
+  updatedAt: iso(r.updated_at)!,
+});
+
+export const conversationsRepository = {
+  /**
+   * The open conversation of (channel, contact), touched by a new message, or
+   * a new one when none is open. One statement: the partial unique index keeps
+   * it at one open conversation even when two messages race.
+   */
+  async openOrTouch(
+    q: Queryable,
+    input: { organizationId: string; channelId: string; contactId: string; phone: string },
+  ): Promise<{ conversation: ConversationRow; opened: boolean }> {
+    const rows = await run(q, 
+      `INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, 'open', clock_timestamp(), clock_timestamp(), date_trunc('milliseconds', clock_timestamp()), clock_timestamp())
+       ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
+       DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+       RETURNING *, (xmax = 0) AS opened`,
+      [newId("conversation"), input.organizationId, input.channelId, input.contactId, input.phone],
+    );
+    const { opened, ...conversation } = rows[0];
+    return { conversation: conversation as ConversationRow, opened: Boolean(opened) };
+  },
+
+  /** One page in (createdAt, id) order, after the cursor's position. */
+  /** `created_at` is stored at millisecond precision, so the cursor's ISO time is exact. */
+  async page(q: Queryable, organizationId: string, limit: number, after?: { createdAt: string; id: string }): Promise<ConversationRow[]> {
+    if (after) {
+      return run(q, 
+        `SELECT * FROM ${SCHEMA}.conversations WHERE organization_id = $1 AND (created_at, id) > ($2::timestamptz, $3)
+         ORDER BY created_at, id LIMIT $4`,
+        [organizationId, after.createdAt, after.id, limit],
+      );
+    }
+    return run(q, `SELECT * FROM ${SCHEMA}.conversations WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2`, [organizationId, limit]);
+  },
+
+  /** Closes up to `limit` conversations idle for `idleMs`; rows another transaction holds are left for the next sweep. */
+  async closeIdle(q: Queryable, idleMs: number, limit: number): Promise<ConversationRow[]> {
+    return run(q, 
+      `WITH idle AS (
+         SELECT id FROM ${SCHEMA}.conversations
+         WHERE status = 'open' AND last_message_at < clock_timestamp() - $1 * interval '1 millisecond'
+         ORDER BY last_message_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+       UPDATE ${SCHEMA}.conversations c SET status = 'closed', closed_at = clock_timestamp(), updated_at = clock_timestamp()
+       FROM idle WHERE c.id = idle.id RETURNING c.*`,
+      [idleMs, limit],
+    );
+  },
+};

@@ -1,0 +1,229 @@
+import type { OutboxMessage } from "@platform/bus";
+import { newId } from "@platform/id";
+import { run, SCHEMA, type Queryable } from "./queryable";
+import type { ConversationRow } from "./conversations.repository";
+import type { MessageStatus } from "../entities/message.entity";
+
+export interface MessageRow {
+  id: string;
+  organization_id: string;
+  channel_id: string;
+  conversation_id: string;
+  contact_id: string;
+  phone: string;
+  direction: "inbound" | "outbound";
+  type: string;
+  text: string | null;
+  button_text: string | null;
+  button_payload: string | null;
+  status: MessageStatus;
+  provider_message_id: string | null;
+  provider_timestamp: Date | null;
+  template_job_id: string | null;
+  error_code: string | null;
+  error_title: string | null;
+  attempts: number;
+  lease_until: Date | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface InboundInsert {
+  id: string;
+  organizationId: string;
+  channelId: string;
+  conversationId: string;
+  contactId: string;
+  phone: string;
+  type: string;
+  text: string | null;
+  buttonText: string | null;
+  buttonPayload: string | null;
+  providerMessageId: string;
+  providerTimestamp: Date;
+}
+
+export const messagesRepository = {
+  /**
+   * The request path's store, in ONE statement (so one round trip and atomic
+   * without BEGIN/COMMIT): open or touch the conversation, insert the message
+   * as `pending` leased to the caller for attempt 1, and write the
+   * `conversation.opened` event to the outbox when the conversation is new.
+   * `openedEvent` is built by the caller for the conversation id it proposes.
+   */
+  async storeOutbound(
+    q: Queryable,
+    m: { id: string; organizationId: string; channelId: string; contactId: string; phone: string; text: string; leaseMs: number },
+    openedEvent: (conversation: Pick<ConversationRow, "id" | "organization_id" | "channel_id" | "contact_id" | "phone">) => OutboxMessage,
+  ): Promise<{ message: MessageRow; opened: boolean }> {
+    const conversationId = newId("conversation");
+    const event = openedEvent({ id: conversationId, organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone });
+    const rows = await run(
+      q,
+      `WITH conv AS (
+         INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, 'open', clock_timestamp(), clock_timestamp(), date_trunc('milliseconds', clock_timestamp()), clock_timestamp())
+         ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
+         DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+         RETURNING id, (xmax = 0) AS opened),
+       msg AS (
+         INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, status, attempts, lease_until)
+         SELECT $6, $2, $3, conv.id, $4, $5, 'outbound', 'text', $7, 'pending', 1, clock_timestamp() + $8 * interval '1 millisecond' FROM conv
+         RETURNING *),
+       evt AS (
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload) SELECT $9, $10, $11 FROM conv WHERE conv.opened RETURNING 1)
+       SELECT msg.*, conv.opened FROM msg, conv`,
+      [conversationId, m.organizationId, m.channelId, m.contactId, m.phone, m.id, m.text, m.leaseMs, event.msgId, event.subject, JSON.stringify(event.payload)],
+    );
+    const { opened, ...message } = rows[0];
+    return { message: message as MessageRow, opened: Boolean(opened) };
+  },
+
+  /** Attempt `attempt` was accepted: `sent` and its event, in one statement. False when the attempt no longer owns the message. */
+  async markSentWithEvent(q: Queryable, id: string, attempt: number, providerMessageId: string, event: OutboxMessage): Promise<boolean> {
+    const rows = await run(
+      q,
+      `WITH m AS (
+         UPDATE ${SCHEMA}.messages SET status = 'sent', provider_message_id = $3, lease_until = NULL, next_attempt_at = NULL,
+           error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
+         WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING id)
+       INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload) SELECT $4, $5, $6 FROM m RETURNING 1`,
+      [id, attempt, providerMessageId, event.msgId, event.subject, JSON.stringify(event.payload)],
+    );
+    return rows.length > 0;
+  },
+
+  /**
+   * Stores an outbound text as `pending`, leased to the caller for its first
+   * provider call (attempt 1): the retry worker leaves it alone until the lease ends.
+   */
+  async insertOutbound(
+    q: Queryable,
+    m: { id: string; organizationId: string; channelId: string; conversationId: string; contactId: string; phone: string; text: string; leaseMs: number },
+  ): Promise<MessageRow> {
+    const rows = await run(q, 
+      `INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, status, attempts, lease_until)
+       VALUES ($1, $2, $3, $4, $5, $6, 'outbound', 'text', $7, 'pending', 1, clock_timestamp() + $8 * interval '1 millisecond') RETURNING *`,
+      [m.id, m.organizationId, m.channelId, m.conversationId, m.contactId, m.phone, m.text, m.leaseMs],
+    );
+    return rows[0];
+  },
+
+  /** Inserts an inbound message unless its provider id is known; undefined for a duplicate. */
+  async insertInbound(q: Queryable, m: InboundInsert): Promise<MessageRow | undefined> {
+    const rows = await run(q, 
+      `INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, button_text, button_payload,
+         status, provider_message_id, provider_timestamp)
+       VALUES ($1, $2, $3, $4, $5, $6, 'inbound', $7, $8, $9, $10, 'received', $11, $12)
+       ON CONFLICT (provider_message_id) WHERE direction = 'inbound' DO NOTHING RETURNING *`,
+      [m.id, m.organizationId, m.channelId, m.conversationId, m.contactId, m.phone, m.type, m.text, m.buttonText, m.buttonPayload, m.providerMessageId, m.providerTimestamp],
+    );
+    return rows[0];
+  },
+
+  async knownInboundIds(q: Queryable, providerMessageIds: string[]): Promise<Set<string>> {
+    const rows: Array<{ provider_message_id: string }> = await run(q, 
+      `SELECT provider_message_id FROM ${SCHEMA}.messages WHERE direction = 'inbound' AND provider_message_id = ANY($1::text[])`,
+      [providerMessageIds],
+    );
+    return new Set(rows.map((r) => r.provider_message_id));
+  },
+
+  async lockById(q: Queryable, id: string): Promise<MessageRow | undefined> {
+    const rows = await run(q, `SELECT * FROM ${SCHEMA}.messages WHERE id = $1 FOR UPDATE`, [id]);
+    return rows[0];
+  },
+
+  /** Takes the lease for the next attempt (the caller holds the row lock). */
+  async lease(q: Queryable, id: string, leaseMs: number): Promise<MessageRow> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.messages SET attempts = attempts + 1, lease_until = clock_timestamp() + $2 * interval '1 millisecond', updated_at = clock_timestamp()
+       WHERE id = $1 RETURNING *`,
+      [id, leaseMs],
+    );
+    return rows[0];
+  },
+
+  /** Outcome of attempt `attempt`; undefined when that attempt no longer owns the message (a status callback moved it on). */
+  async markSent(q: Queryable, id: string, attempt: number, providerMessageId: string): Promise<MessageRow | undefined> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.messages SET status = 'sent', provider_message_id = $3, lease_until = NULL, next_attempt_at = NULL,
+         error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
+       WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING *`,
+      [id, attempt, providerMessageId],
+    );
+    return rows[0];
+  },
+
+  async markFailed(q: Queryable, id: string, attempt: number, error: { code: string; title: string }): Promise<MessageRow | undefined> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.messages SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, error_code = $3, error_title = $4, updated_at = clock_timestamp()
+       WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING *`,
+      [id, attempt, error.code, error.title],
+    );
+    return rows[0];
+  },
+
+  async scheduleRetry(q: Queryable, id: string, attempt: number, delayMs: number, error: { code: string; title: string }): Promise<MessageRow | undefined> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.messages SET lease_until = NULL, next_attempt_at = clock_timestamp() + $3 * interval '1 millisecond',
+         error_code = $4, error_title = $5, updated_at = clock_timestamp()
+       WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING *`,
+      [id, attempt, delayMs, error.code, error.title],
+    );
+    return rows[0];
+  },
+
+  /** Provider id of a message a status callback already moved past `pending` while its send was in flight. */
+  async setProviderIdIfMissing(q: Queryable, id: string, providerMessageId: string): Promise<MessageRow | undefined> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.messages SET provider_message_id = coalesce(provider_message_id, $2), lease_until = NULL, updated_at = clock_timestamp()
+       WHERE id = $1 RETURNING *`,
+      [id, providerMessageId],
+    );
+    return rows[0];
+  },
+
+  /** Outbound messages of one channel named by a status batch (our id or the provider's), locked in id order. */
+  async lockForStatuses(q: Queryable, channelId: string, ids: string[], providerMessageIds: string[]): Promise<MessageRow[]> {
+    return run(q, 
+      `SELECT * FROM ${SCHEMA}.messages
+       WHERE direction = 'outbound' AND channel_id = $1 AND (id = ANY($2::text[]) OR provider_message_id = ANY($3::text[]))
+       ORDER BY id FOR UPDATE`,
+      [channelId, ids, providerMessageIds],
+    );
+  },
+
+  /** Applies many status changes in one statement. */
+  async applyStatuses(
+    q: Queryable,
+    changes: Array<{ id: string; status: MessageStatus; providerMessageId: string | null; errorCode: string | null; errorTitle: string | null }>,
+  ): Promise<void> {
+    if (changes.length === 0) return;
+    await run(q, 
+      `UPDATE ${SCHEMA}.messages m SET status = c.status, provider_message_id = coalesce(m.provider_message_id, c.pmid),
+         error_code = coalesce(c.error_code, m.error_code), error_title = coalesce(c.error_title, m.error_title),
+         lease_until = NULL, next_attempt_at = NULL, updated_at = clock_timestamp()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS c(id, status, pmid, error_code, error_title)
+       WHERE m.id = c.id`,
+      [changes.map((c) => c.id), changes.map((c) => c.status), changes.map((c) => c.providerMessageId), changes.map((c) => c.errorCode), changes.map((c) => c.errorTitle)],
+    );
+  },
+};
+
+/**
+ * Pending messages nobody is working on: lease long expired and retry long
+ * overdue. Their work item was lost (a crash before the outbox relay, or the
+ * work stream's retention); the recovery sweep enqueues a new one.
+ */
+export async function findStalledPending(q: Queryable, graceMs: number, limit: number): Promise<Array<{ id: string; organization_id: string; attempts: number }>> {
+  return run(
+    q,
+    `SELECT id, organization_id, attempts FROM ${SCHEMA}.messages
+     WHERE status = 'pending' AND coalesce(lease_until, created_at) < clock_timestamp() - $1 * interval '1 millisecond'
+       AND (next_attempt_at IS NULL OR next_attempt_at < clock_timestamp() - $1 * interval '1 millisecond')
+     ORDER BY lease_until LIMIT $2`,
+    [graceMs, limit],
+  );
+}

@@ -1,0 +1,14 @@
+import { z } from "zod";
+import { envUrl } from "@platform/config";
+
+/** Environment of the messaging service beyond the shared variables (DATABASE_URL, NATS_URL, PORT, INTERNAL_TOKEN, …). */
+export const envShape = {
+  /** Base URL of the provider's Graph API, or of the simulator (`npm start` passes the simulator's URL). */
+  PROVIDER_BASE_URL: envUrl(["http:", "https:"]),
+  /** Bearer token sent to the provider on every call. */
+  PROVIDER_ACCESS_TOKEN: z.string().min(1).default("dev-provider-token"),
+  /** Bounds one provider call (connect, answer and body); past it the send is retried in the background. */
+  PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** A conversation without any message for this long is closed by the sweeper. */
+  CONVERSATION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(86_400_000),
+};

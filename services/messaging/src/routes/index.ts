@@ -1,0 +1,17 @@
+import express, { type Router } from "express";
+import type { MessagingContext } from "../context";
+import { adminChannelsCreate } from "./admin_channels_create";
+import { adminChannelsList } from "./admin_channels_list";
+import { adminChannelsUpdate } from "./admin_channels_update";
+import { v1ConversationsList } from "./v1_conversations_list";
+import { v1MessagesSend } from "./v1_messages_send";
+
+export function buildRoutes(ctx: MessagingContext): Router {
+  const router = express.Router();
+  v1MessagesSend(router, ctx);
+  v1ConversationsList(router, ctx);
+  adminChannelsCreate(router, ctx);
+  adminChannelsList(router, ctx);
+  adminChannelsUpdate(router, ctx);
+  return router;
+}

@@ -1,0 +1,49 @@
+import { createProviderClient } from "@platform/provider-client";
+import type { ServiceDefinition } from "@platform/service";
+import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
+import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
+import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
+import { ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
+import { entities } from "./db/entities";
+import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
+import { envShape } from "./env";
+import { buildRoutes } from "./routes";
+import { startSweeper } from "./workers/conversation-sweeper";
+import { ChannelPacer } from "./use-cases/pacing";
+
+/** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
+const contexts = new WeakMap<MessagingDeps, MessagingContext>();
+function contextOf(deps: MessagingDeps): MessagingContext {
+  let ctx = contexts.get(deps);
+  if (!ctx) {
+    const provider = createProviderClient({
+      baseUrl: deps.env.PROVIDER_BASE_URL,
+      accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
+      timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
+    });
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), pacer: new ChannelPacer(deps.db) };
+    contexts.set(deps, ctx);
+  }
+  return ctx;
+}
+
+export const definition: ServiceDefinition<typeof envShape> = {
+  name: "messaging",
+  schema: "messaging",
+  env: envShape,
+  entities,
+  migrations: [Initial1763760000000],
+  routes: (deps) => buildRoutes(contextOf(deps)),
+  async start(deps) {
+    const ctx = contextOf(deps);
+    serveChannelLookup(ctx);
+    await consumeProviderInbound(ctx);
+    await consumeSendWork(ctx);
+    const stopSweeper = startSweeper(ctx);
+    return [() => ctx.provider.close(), stopSweeper];
+  },
+};
+
+export { envShape } from "./env";
+/** Per-channel pacing, shared with template jobs (docs/adr/0003-channel-pacing.md). */
+export { ChannelPacer, reservePacingSlot, reservePacingSlots, slowDownChannel, takePacingToken } from "./use-cases/pacing";

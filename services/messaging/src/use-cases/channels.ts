@@ -1,0 +1,83 @@
+import { enqueue, type OutboxMessage } from "@platform/bus";
+import { normalizePhone, SUBJECTS, type Channel } from "@platform/contracts";
+import { sqlState, UNIQUE_VIOLATION } from "@platform/db";
+import { ApiError } from "@platform/http";
+import { newId } from "@platform/id";
+import type { z } from "zod";
+import type { CreateChannelRequest, UpdateChannelRequest } from "@platform/contracts";
+import type { MessagingContext } from "../context";
+import { channelsRepository, toChannel, type ChannelRow } from "../db/repositories/channels.repository";
+
+/** `sys.channel.upserted.v1`: how other services learn about channels (they never read our tables). */
+export function channelUpserted(row: ChannelRow): OutboxMessage {
+  const channel = toChannel(row);
+  return {
+    subject: SUBJECTS.channelUpserted.subject,
+    msgId: `channel:${row.id}:${row.updated_at.getTime()}`,
+    payload: { ...channel, organizationId: row.organization_id },
+  };
+}
+
+function conflictOr(err: unknown): never {
+  if (sqlState(err) === UNIQUE_VIOLATION) throw new ApiError("CONFLICT", "providerPhoneNumberId is already used by another channel");
+  throw err;
+}
+
+/**
+ * Creates a channel. The organization's first channel, or one created with
+ * `isDefault: true`, becomes its default (the previous default loses the flag).
+ */
+export async function createChannel(ctx: MessagingContext, organizationId: string, input: z.infer<typeof CreateChannelRequest>): Promise<Channel> {
+  const phone = normalizePhone(input.phoneNumber);
+  if (!phone) throw ApiError.validation([{ path: "phoneNumber", message: "is not a valid phone number" }]);
+  try {
+    return await ctx.db.transaction(async (tx) => {
+      await channelsRepository.lockOrganization(tx, organizationId);
+      const first = (await channelsRepository.countInOrganization(tx, organizationId)) === 0;
+      const isDefault = first || input.isDefault === true;
+      const id = newId("channel");
+      const changed = isDefault ? await channelsRepository.clearDefault(tx, organizationId, id) : [];
+      const row = await channelsRepository.insert(tx, {
+        id,
+        organization_id: organizationId,
+        name: input.name,
+        phone_number: phone,
+        provider_phone_number_id: input.providerPhoneNumberId,
+        connected: input.connected,
+        is_default: isDefault,
+        messages_per_second: input.messagesPerSecond,
+      });
+      await enqueue(tx, "messaging", [...changed.map(channelUpserted), channelUpserted(row)]);
+      return toChannel(row);
+    });
+  } catch (err) {
+    conflictOr(err);
+  }
+}
+
+export async function updateChannel(
+  ctx: MessagingContext,
+  organizationId: string,
+  channelId: string,
+  patch: z.infer<typeof UpdateChannelRequest>,
+): Promise<Channel> {
+  return ctx.db.transaction(async (tx) => {
+    await channelsRepository.lockOrganization(tx, organizationId);
+    const existing = await channelsRepository.findById(tx, organizationId, channelId);
+    if (!existing) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
+    const changed = patch.isDefault === true ? await channelsRepository.clearDefault(tx, organizationId, channelId) : [];
+    const row = (await channelsRepository.update(tx, organizationId, channelId, patch))!;
+    await enqueue(tx, "messaging", [...changed.map(channelUpserted), channelUpserted(row)]);
+    return toChannel(row);
+  });
+}
+
+export async function listChannels(ctx: MessagingContext, organizationId: string): Promise<Channel[]> {
+  return (await channelsRepository.list(ctx.db, organizationId)).map(toChannel);
+}
+
+/** RPC.lookupChannel: a channel of the organization, or null. */
+export async function lookupChannel(ctx: MessagingContext, organizationId: string, channelId: string) {
+  const row = await channelsRepository.findById(ctx.db, organizationId, channelId);
+  return { channel: row ? { ...toChannel(row), organizationId: row.organization_id } : null };
+}

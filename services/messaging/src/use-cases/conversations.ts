@@ -1,0 +1,44 @@
+import type { z } from "zod";
+import { enqueue } from "@platform/bus";
+import type { ConversationList, PageQuery } from "@platform/contracts";
+import type { CursorCodec } from "@platform/http";
+import type { MessagingContext } from "../context";
+import { conversationsRepository, toConversation } from "../db/repositories/conversations.repository";
+import { conversationEvent } from "./events";
+
+export interface ConversationCursor {
+  createdAt: string;
+  id: string;
+}
+export const isConversationCursor = (p: unknown): p is ConversationCursor =>
+  typeof p === "object" && p !== null && typeof (p as ConversationCursor).createdAt === "string" &&
+  !Number.isNaN(Date.parse((p as ConversationCursor).createdAt)) && typeof (p as ConversationCursor).id === "string";
+
+/** GET /api/v1/conversations: ordered by createdAt then id; the cursor is the last item's position. */
+export async function listConversations(
+  ctx: MessagingContext,
+  cursors: CursorCodec<ConversationCursor>,
+  organizationId: string,
+  query: PageQuery,
+): Promise<z.infer<typeof ConversationList>> {
+  const after = query.cursor ? cursors.decode(query.cursor, isConversationCursor) : undefined;
+  const rows = await conversationsRepository.page(ctx.db, organizationId, query.limit + 1, after);
+  const items = rows.slice(0, query.limit).map(toConversation);
+  if (rows.length <= query.limit) return { items };
+  const last = items[items.length - 1];
+  return { items, nextCursor: cursors.encode({ createdAt: last.createdAt, id: last.id }) };
+}
+
+/** Closes idle conversations in batches, each batch with its `conversation.closed` events. Returns how many closed. */
+export async function closeIdleConversations(ctx: MessagingContext, batchSize = 500): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const closed = await ctx.db.transaction(async (tx) => {
+      const rows = await conversationsRepository.closeIdle(tx, ctx.env.CONVERSATION_IDLE_TIMEOUT_MS, batchSize);
+      await enqueue(tx, "messaging", rows.map((r) => conversationEvent(r, "conversation.closed")));
+      return rows.length;
+    });
+    total += closed;
+    if (closed < batchSize) return total;
+  }
+}

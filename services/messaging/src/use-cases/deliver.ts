@@ -1,0 +1,139 @@
+import { enqueue, RetryableError } from "@platform/bus";
+import { MESSAGING_SUBJECTS } from "@platform/contracts";
+import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
+import type { MessagingContext } from "../context";
+import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
+import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
+import { messageStatusEvent } from "./events";
+import { slowDownChannel } from "./pacing";
+import { sleep } from "@platform/runtime";
+
+/** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
+export const RETRY_FOR_MS = 24 * 3_600_000;
+export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+
+/** A request waits at most this long for its pacing slot; beyond it the send goes to the background worker. */
+export const MAX_PACING_WAIT_MS = 2_000;
+
+/** How long one sender owns a pending message: its pacing wait, one provider call and a margin. */
+export const leaseMs = (providerTimeoutMs: number) => MAX_PACING_WAIT_MS + providerTimeoutMs + 2_000;
+
+export type AttemptOutcome =
+  | { kind: "sent"; message: MessageRow }
+  | { kind: "failed"; message: MessageRow }
+  | { kind: "retry"; delayMs: number }
+  /** A status callback (or another sender) settled the message while this attempt ran. */
+  | { kind: "settled"; message: MessageRow | undefined };
+
+/** Work item of one (re)send, published through the outbox. */
+export function sendWorkItem(message: { id: string; organization_id: string }, attempt: number) {
+  return {
+    subject: MESSAGING_SUBJECTS.sendWork.subject,
+    msgId: `send:${message.id}:${attempt}`,
+    payload: { messageId: message.id, organizationId: message.organization_id },
+  };
+}
+
+/**
+ * One provider attempt of a message the caller has leased (attempt number =
+ * `message.attempts`): pacing slot, provider call, and the outcome stored with
+ * its event in one transaction. `enqueueRetry` publishes a fresh work item on
+ * a transient failure (the request path); the worker re-queues its own item
+ * by nak with delay instead.
+ */
+export async function attemptSend(
+  ctx: MessagingContext,
+  message: MessageRow,
+  opts: { enqueueRetry: boolean; channel?: ChannelRow },
+): Promise<AttemptOutcome> {
+  const attempt = message.attempts;
+  const channel = opts.channel ?? (await channelsRepository.findById(ctx.db, message.organization_id, message.channel_id));
+  if (!channel || !channel.connected) {
+    return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
+  }
+
+  const waitMs = await ctx.pacer.reserve(channel.id, channel.messages_per_second);
+  if (waitMs > MAX_PACING_WAIT_MS) {
+    return recordTransient(ctx, message, attempt, { code: "paced", title: "Waiting for the channel's throughput budget" }, opts, waitMs);
+  }
+  if (waitMs > 0) await sleep(waitMs);
+
+  const result = await ctx.provider.sendText({
+    phoneNumberId: channel.provider_phone_number_id,
+    to: message.phone,
+    text: message.text ?? "",
+    callbackData: message.id,
+  });
+
+  if (result.ok) {
+    const sent: MessageRow = { ...message, status: "sent", provider_message_id: result.providerMessageId, error_code: null, error_title: null };
+    if (await messagesRepository.markSentWithEvent(ctx.db, message.id, attempt, result.providerMessageId, messageStatusEvent(sent, "sent"))) {
+      return { kind: "sent", message: sent };
+    }
+    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, result.providerMessageId) };
+  }
+  if (result.kind === "permanent") {
+    return ctx.db.transaction(async (tx) => {
+      const failed = await messagesRepository.markFailed(tx, message.id, attempt, { code: result.code, title: result.title });
+      if (!failed) return { kind: "settled", message: undefined } as const;
+      await enqueue(tx, "messaging", [messageStatusEvent(failed, "failed")]);
+      return { kind: "failed", message: failed } as const;
+    });
+  }
+  if (result.code === THROUGHPUT_ERROR_CODE) {
+    await slowDownChannel(ctx.db, channel.id);
+    ctx.pacer.forget(channel.id);
+  }
+  ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
+  return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
+}
+
+async function recordTransient(
+  ctx: MessagingContext,
+  message: MessageRow,
+  attempt: number,
+  error: { code: string; title: string },
+  opts: { enqueueRetry: boolean },
+  minDelayMs = 0,
+): Promise<AttemptOutcome> {
+  const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
+  const delayMs = Math.max(minDelayMs, retryDelayMs(attempt));
+  return ctx.db.transaction(async (tx) => {
+    if (giveUp) {
+      const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);
+      if (!failed) return { kind: "settled", message: undefined } as const;
+      await enqueue(tx, "messaging", [messageStatusEvent(failed, "failed")]);
+      return { kind: "failed", message: failed } as const;
+    }
+    const scheduled = await messagesRepository.scheduleRetry(tx, message.id, attempt, delayMs, error);
+    if (!scheduled) return { kind: "settled", message: undefined } as const;
+    if (opts.enqueueRetry) await enqueue(tx, "messaging", [sendWorkItem(message, attempt + 1)]);
+    return { kind: "retry", delayMs } as const;
+  });
+}
+
+/**
+ * The send worker's handler of one work item: skips messages already settled,
+ * defers while another sender holds the lease or the backoff has not elapsed,
+ * else leases the next attempt under the row lock and sends. A transient
+ * failure naks the item with the backoff delay.
+ */
+export async function processSendWork(ctx: MessagingContext, messageId: string): Promise<void> {
+  const decision = await ctx.db.transaction(async (tx) => {
+    const row = await messagesRepository.lockById(tx, messageId);
+    if (!row || row.direction !== "outbound" || row.status !== "pending") return { kind: "done" } as const;
+    const now = Date.now();
+    if (row.lease_until && row.lease_until.getTime() > now) {
+      // The request path (or another worker) is on it; look again soon.
+      return { kind: "wait", delayMs: Math.min(2_000, row.lease_until.getTime() - now + 50) } as const;
+    }
+    if (row.next_attempt_at && row.next_attempt_at.getTime() > now) {
+      return { kind: "wait", delayMs: Math.min(60_000, row.next_attempt_at.getTime() - now + 10) } as const;
+    }
+    return { kind: "send", row: await messagesRepository.lease(tx, row.id, leaseMs(ctx.env.PROVIDER_TIMEOUT_MS)) } as const;
+  });
+  if (decision.kind === "done") return;
+  if (decision.kind === "wait") throw new RetryableError("message not due yet", Math.max(10, decision.delayMs));
+  const outcome = await attemptSend(ctx, decision.row, { enqueueRetry: false });
+  if (outcome.kind === "retry") throw new RetryableError("provider send failed transiently", outcome.delayMs);
+}

@@ -1,0 +1,77 @@
+import { normalizePhone, type MessageResponse, type SendMessageRequest } from "@platform/contracts";
+import { ApiError } from "@platform/http";
+import { newId } from "@platform/id";
+import type { MessagingContext } from "../context";
+import { channelsRepository } from "../db/repositories/channels.repository";
+import { messagesRepository } from "../db/repositories/messages.repository";
+import { isOptedOut, resolveContact } from "./contacts";
+import { attemptSend, leaseMs } from "./deliver";
+import { conversationEvent } from "./events";
+
+/** The 24-hour customer service window. */
+export const SERVICE_WINDOW_MS = 24 * 3_600_000;
+
+export type SendMessageResult = { status: 200; body: MessageResponse };
+
+/**
+ * POST /api/v1/messages: channel → opt-out (over the bus, fail closed) →
+ * 24-hour window → contact → store (message, conversation and event in one
+ * statement) → provider. The stored `pending` row, leased to this request,
+ * is the durable record of the send: should the process die before the
+ * provider answered, the lease runs out and the stalled-send sweep hands the
+ * message to the retry worker (work.messaging.send.v1), which sends it once.
+ */
+export async function sendMessage(ctx: MessagingContext, organizationId: string, input: SendMessageRequest): Promise<SendMessageResult> {
+  const phone = normalizePhone(input.to);
+  if (!phone) throw ApiError.validation([{ path: "to", message: "is not a valid phone number" }]);
+
+  const channel = await channelsRepository.findForSend(ctx.db, organizationId, input.messagingChannelId, phone);
+  if (!channel) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
+  if (!channel.connected) throw new ApiError("PROVIDER_NOT_CONNECTED", "The channel's provider connection is off");
+
+  if (await isOptedOut(ctx.bus, organizationId, channel.id, phone)) throw new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
+
+  if (!channel.last_inbound_at || Date.now() - channel.last_inbound_at.getTime() > SERVICE_WINDOW_MS) {
+    throw new ApiError(
+      "OUTSIDE_SERVICE_WINDOW",
+      "The contact's last message on this channel is older than 24 hours (or absent); use an approved template",
+    );
+  }
+
+  let contactId = ctx.contactIds.get(organizationId, phone);
+  if (!contactId) {
+    try {
+      contactId = await resolveContact(ctx.bus, { organizationId, phone });
+    } catch {
+      throw ApiError.unavailable("The contacts service is unavailable; nothing was sent; retry later");
+    }
+    ctx.contactIds.set(organizationId, phone, contactId);
+  }
+
+  const { message: stored } = await messagesRepository.storeOutbound(
+    ctx.db,
+    { id: newId("message"), organizationId, channelId: channel.id, contactId, phone, text: input.text, leaseMs: leaseMs(ctx.env.PROVIDER_TIMEOUT_MS) },
+    (conversation) => conversationEvent(conversation, "conversation.opened"),
+  );
+
+  const base = { id: stored.id, conversationId: stored.conversation_id, contactId };
+  let outcome;
+  try {
+    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel });
+  } catch (err) {
+    // The message and its work item are stored: the worker sends it once this attempt's lease ends.
+    ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; left to the retry worker");
+    return { status: 200, body: { ...base, providerMessageId: null } };
+  }
+  switch (outcome.kind) {
+    case "sent":
+      return { status: 200, body: { ...base, providerMessageId: outcome.message.provider_message_id } };
+    case "failed":
+      throw new ApiError("UPSTREAM_REJECTED", `The provider rejected the message: ${outcome.message.error_title ?? outcome.message.error_code ?? "rejected"}`);
+    case "retry":
+      return { status: 200, body: { ...base, providerMessageId: null } };
+    case "settled":
+      if (outcome.message?.status === "failed") throw new ApiError("UPSTREAM_REJECTED", "The provider rejected the message");
+      return { status: 200, body: { ...base, providerMessageId: outcome.message?.provider_message_id ?? null } };
+  }
+}

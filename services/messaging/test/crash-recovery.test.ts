@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { expect } from "chai";
+import { Client } from "pg";
+import request from "supertest";
+import { startService } from "@platform/service";
+import { eventually } from "@platform/testing";
+import { definition } from "../src/service";
+import { eventsOf, newOrg, providerRequestsFor, serviceEnv, startInfra, uniquePhone, uniquePhoneNumberId, type Infra } from "./helpers/harness";
+
+/**
+ * The service is killed (SIGKILL, no shutdown) after it stored a message and
+ * before it called the provider. After a restart the message is sent exactly once.
+ * Runs the built service (`dist/index.js`) as a child process, like `npm start` does.
+ */
+describe("crash between storing and calling the provider", () => {
+  let infra: Infra;
+  let child: ChildProcess | undefined;
+  before(async function () {
+    this.timeout(60_000);
+    infra = await startInfra("msgkill");
+  });
+  after(async function () {
+    this.timeout(30_000);
+    child?.kill("SIGKILL");
+    await infra.close();
+  });
+
+  async function startChild(): Promise<string> {
+    const entry = path.resolve(__dirname, "../dist/index.js");
+    const proc = spawn(process.execPath, [entry], {
+      env: { ...process.env, ...serviceEnv(infra.env, infra.sim.url, { LOG_LEVEL: "info" }) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child = proc;
+    return new Promise<string>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`child did not start: ${out.slice(-2000)}`)), 20_000);
+      proc.stdout!.on("data", (chunk: Buffer) => {
+        out += chunk.toString();
+        const m = /"port":(\d+).*"msg":"service listening"/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(`http://127.0.0.1:${m[1]}`);
+        }
+      });
+      proc.stderr!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+      proc.once("exit", (code) => reject(new Error(`child exited ${code}: ${out.slice(-2000)}`)));
+    });
+  }
+
+  it("sends the stored message exactly once after a restart", async function () {
+    this.timeout(60_000);
+    const url = await startChild();
+    const org = newOrg();
+    const headers = { "x-internal-token": infra.env.internalToken, "x-organization-id": org };
+    // One message per second: the second send waits about a second for its pacing slot, after it is stored.
+    const ch = await request(url)
+      .post(`/admin/v1/organizations/${org}/channels`)
+      .set(headers)
+      .send({ name: "slow", phoneNumber: "+14155550100", providerPhoneNumberId: uniquePhoneNumberId(), messagesPerSecond: 1 });
+    expect(ch.status).to.equal(201);
+    const phone = uniquePhone();
+    const wamid = await infra.sim.injectInbound({ phoneNumberId: ch.body.providerPhoneNumberId, from: phone, text: "hi" });
+    await eventually(() => eventsOf(infra, "message.received", (d) => d.providerMessageId === wamid).length > 0);
+    const first = await request(url).post("/api/v1/messages").set(headers).send({ to: phone, text: "first" });
+    expect(first.status).to.equal(200);
+
+    void request(url).post("/api/v1/messages").set(headers).send({ to: phone, text: "second" }).then(
+      () => undefined,
+      () => undefined,
+    );
+    const db = new Client({ connectionString: infra.env.databaseUrl });
+    await db.connect();
+    try {
+      const stored = await eventually(async () => {
+        const r = await db.query(`SELECT id FROM messaging.messages WHERE organization_id = $1 AND text = 'second' AND status = 'pending'`, [org]);
+        return r.rows[0]?.id as string | undefined;
+      }, 5_000, 10);
+      child!.kill("SIGKILL");
+      await new Promise((r) => child!.once("exit", r));
+      child = undefined;
+      expect(providerRequestsFor(infra, stored), "not sent before the crash").to.have.length(0);
+
+      const restarted = await startService(definition, serviceEnv(infra.env, infra.sim.url), { exitOnConfigError: false });
+      try {
+        await eventually(() => eventsOf(infra, "message.sent", (d) => d.messageId === stored).length === 1, 20_000);
+        await new Promise((r) => setTimeout(r, 2_500));
+        expect(providerRequestsFor(infra, stored)).to.have.length(1);
+        expect(eventsOf(infra, "message.sent", (d) => d.messageId === stored)).to.have.length(1);
+        const row = await db.query(`SELECT status, provider_message_id FROM messaging.messages WHERE id = $1`, [stored]);
+        expect(row.rows[0].status).to.be.oneOf(["sent", "delivered", "read"]);
+        expect(row.rows[0].provider_message_id).to.match(/^wamid\./);
+      } finally {
+        await restarted.stop();
+      }
+    } finally {
+      await db.end();
+    }
+  });
+});

@@ -1,0 +1,227 @@
+import { expect } from "chai";
+import { eventually } from "@platform/testing";
+import { signBody } from "@platform/provider-simulator";
+import { api, APP_SECRET, createChannel, eventsOf, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
+
+describe("provider inbound messages", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    h = await sharedHarness();
+  });
+
+  it("stores a text message, resolves the contact with waId and name, opens a conversation, emits message.received", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const ts = Math.floor(Date.now() / 1000) - 60;
+    const wamid = await receiveInbound(h, channel, phone.slice(1), { text: "Hi there", name: "Ana", timestamp: ts });
+    const contact = (await h.contacts.contactOf(org, phone))!;
+    expect(contact).to.include({ name: "Ana", waId: phone.slice(1) });
+
+    const [received] = eventsOf(h, "message.received", (d) => d.providerMessageId === wamid);
+    expect(received.organizationId).to.equal(org);
+    expect(received.data).to.include({
+      contactId: contact.id,
+      messagingChannelId: channel.id,
+      phone,
+      type: "text",
+      text: "Hi there",
+      providerMessageId: wamid,
+      receivedAt: new Date(ts * 1000).toISOString(),
+    });
+    expect(received.data.messageId).to.match(/^msg_/);
+    expect(received.data.button).to.equal(undefined);
+    const opened = await eventually(() => eventsOf(h, "conversation.opened", (d) => d.conversationId === received.data.conversationId)[0]);
+    expect(opened.data).to.include({ contactId: contact.id, messagingChannelId: channel.id, phone });
+
+    const list = await api(h, org).get("/api/v1/conversations");
+    expect(list.body.items).to.have.length(1);
+    expect(list.body.items[0]).to.include({ id: received.data.conversationId, status: "open", phone, messagingChannelId: channel.id });
+  });
+
+  it("marks button replies as such (type button, button {text, payload}, no text)", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const wamid = await receiveInbound(h, channel, phone, { button: { text: "STOP", payload: "unsubscribe-me" } });
+    const [received] = eventsOf(h, "message.received", (d) => d.providerMessageId === wamid);
+    expect(received.data.type).to.equal("button");
+    expect(received.data.button).to.deep.equal({ text: "STOP", payload: "unsubscribe-me" });
+    expect(received.data.text).to.equal(undefined);
+  });
+
+  it("a duplicated provider batch stores one message and emits once; a second message reuses the conversation", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const body = {
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: "waba",
+          changes: [
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: channel.providerPhoneNumberId },
+                contacts: [{ profile: { name: "Dup" }, wa_id: phone.slice(1) }],
+                messages: [
+                  { from: phone.slice(1), id: `wamid.dup1.${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "one" } },
+                  { from: phone.slice(1), id: `wamid.dup2.${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "two" } },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    };
+    expect(await h.sim.postRaw(body)).to.equal(200);
+    // The same batch again with different bytes (a provider retry is not always byte-identical), so the bus dedupe does not hide it.
+    expect(await h.sim.postRaw(JSON.stringify(body, null, 1))).to.equal(200);
+    await eventually(() => eventsOf(h, "message.received", (d) => d.phone === phone).length >= 2);
+    await new Promise((r) => setTimeout(r, 700));
+    const received = eventsOf(h, "message.received", (d) => d.phone === phone);
+    expect(received.map((e) => e.data.text).sort()).to.deep.equal(["one", "two"]);
+    expect(new Set(received.map((e) => e.data.conversationId)).size).to.equal(1);
+    expect(eventsOf(h, "conversation.opened", (d) => d.phone === phone)).to.have.length(1);
+  });
+
+  it("ignores unknown phone number ids and template status changes", async () => {
+    const phone = uniquePhone();
+    const status = await h.sim.postRaw({
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: "waba",
+          changes: [
+            { field: "message_template_status_update", value: { event: "APPROVED", message_template_id: 1, message_template_name: "x", message_template_language: "en" } },
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: "pn-unknown-to-us" },
+                messages: [{ from: phone.slice(1), id: `wamid.unknown.${Date.now()}`, timestamp: "1700000000", type: "text", text: { body: "x" } }],
+              },
+            },
+          ],
+        },
+      ],
+    });
+    expect(status).to.equal(200);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(eventsOf(h, "message.received", (d) => d.phone === phone)).to.have.length(0);
+  });
+
+  it("the gateway stand-in refuses a bad signature (nothing stored)", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const raw = JSON.stringify({
+      object: "whatsapp_business_account",
+      entry: [{ id: "w", changes: [{ field: "messages", value: { metadata: { phone_number_id: channel.providerPhoneNumberId }, messages: [{ from: phone.slice(1), id: `wamid.bad.${Date.now()}`, timestamp: "1700000000", type: "text", text: { body: "x" } }] } }] }],
+    });
+    expect(await h.sim.postRaw(raw, { signature: signBody(raw, "wrong-secret") })).to.equal(401);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(eventsOf(h, "message.received", (d) => d.phone === phone)).to.have.length(0);
+    expect(APP_SECRET).to.be.a("string");
+  });
+});
+
+describe("provider statuses", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    h = await sharedHarness();
+  });
+
+  async function sendOne(org: string) {
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "status" });
+    expect(res.status).to.equal(200);
+    await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === res.body.id).length === 1);
+    return { channel, phone, message: res.body as { id: string; providerMessageId: string } };
+  }
+
+  const count = (type: string, id: string) => eventsOf(h, type, (d) => d.messageId === id).length;
+
+  it("moves forward only: read before delivered is final; late delivered and repeats emit nothing", async () => {
+    const org = newOrg();
+    const { channel, phone, message } = await sendOne(org);
+    // Let the simulator's automatic statuses finish first.
+    await eventually(() => count("message.read", message.id) === 1);
+    await h.sim.idle();
+    const base = { phoneNumberId: channel.providerPhoneNumberId, providerMessageId: message.providerMessageId, recipientId: phone };
+    await h.sim.injectStatus({ ...base, status: "delivered" });
+    await h.sim.injectStatus({ ...base, status: "read" });
+    await h.sim.injectStatus({ ...base, status: "sent" });
+    await h.sim.injectStatus({ ...base, status: "failed" });
+    await new Promise((r) => setTimeout(r, 600));
+    expect(count("message.sent", message.id)).to.equal(1);
+    expect(count("message.delivered", message.id)).to.equal(1);
+    expect(count("message.read", message.id)).to.equal(1);
+    expect(count("message.failed", message.id)).to.equal(0);
+  });
+
+  it("out of order in one batch and read without delivered: read emitted once, delivered never", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    // No automatic callbacks for this send: the statuses are driven by hand.
+    h.sim.setWebhookUrl(undefined);
+    let res;
+    try {
+      res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "manual statuses" });
+    } finally {
+      h.sim.setWebhookUrl(h.webhookUrl);
+    }
+    const id: string = res.body.id;
+    const pmid: string = res.body.providerMessageId;
+    const raw = {
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: "w",
+          changes: [
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: channel.providerPhoneNumberId },
+                statuses: [
+                  { id: pmid, status: "read", timestamp: "1700000003", recipient_id: phone.slice(1), biz_opaque_callback_data: id },
+                  { id: pmid, status: "delivered", timestamp: "1700000002", recipient_id: phone.slice(1), biz_opaque_callback_data: id },
+                  { id: pmid, status: "read", timestamp: "1700000003", recipient_id: phone.slice(1) },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    };
+    expect(await h.sim.postRaw(raw)).to.equal(200);
+    await eventually(() => count("message.read", id) === 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(count("message.sent", id)).to.equal(1);
+    expect(count("message.delivered", id)).to.equal(0);
+    expect(count("message.read", id)).to.equal(1);
+  });
+
+  it("failed from sent carries the provider's error; later statuses change nothing", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.failNumber(phone);
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "will fail" });
+    expect(res.status).to.equal(200);
+    const failed = await eventually(() => eventsOf(h, "message.failed", (d) => d.messageId === res.body.id)[0]);
+    expect(failed.data.error).to.deep.equal({ code: "131026", title: "Message undeliverable" });
+    expect(failed.data.status).to.equal("failed");
+    await h.sim.injectStatus({ phoneNumberId: channel.providerPhoneNumberId, providerMessageId: res.body.providerMessageId, recipientId: phone, status: "read" });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(count("message.read", res.body.id)).to.equal(0);
+    expect(count("message.failed", res.body.id)).to.equal(1);
+  });
+});

@@ -1,0 +1,172 @@
+import { expect } from "chai";
+import { eventually } from "@platform/testing";
+import {
+  api,
+  createChannel,
+  eventsOf,
+  newOrg,
+  providerRequestsFor,
+  receiveInbound,
+  sharedHarness,
+  uniquePhone,
+  type Harness,
+} from "./helpers/harness";
+
+describe("POST /api/v1/messages (errors)", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    h = await sharedHarness();
+  });
+
+  const requestsSoFar = () => h.sim.requests.length;
+
+  it("validates to and text with VALIDATION_ERROR details", async () => {
+    const org = newOrg();
+    const cases: Array<[unknown, string]> = [
+      [{ text: "hi" }, "to"],
+      [{ to: "12", text: "hi" }, "to"],
+      [{ to: "1".repeat(33), text: "hi" }, "to"],
+      [{ to: "+1415abc0000", text: "hi" }, "to"],
+      [{ to: "+14155550123" }, "text"],
+      [{ to: "+14155550123", text: "" }, "text"],
+      [{ to: "+14155550123", text: "x".repeat(4097) }, "text"],
+      [{ to: "+14155550123", text: 5 }, "text"],
+      [{ to: "+14155550123", text: "hi", messagingChannelId: 7 }, "messagingChannelId"],
+    ];
+    for (const [body, path] of cases) {
+      const res = await api(h, org).post("/api/v1/messages").send(body as object);
+      expect(res.status, JSON.stringify(body).slice(0, 80)).to.equal(400);
+      expect(res.body.error.code).to.equal("VALIDATION_ERROR");
+      expect(res.body.error.details.map((d: { path: string }) => d.path)).to.include(path);
+    }
+    const notJson = await api(h, org).post("/api/v1/messages").set("content-type", "application/json").send("{nope");
+    expect(notJson.status).to.equal(400);
+    expect(notJson.body.error.code).to.equal("INVALID_JSON");
+    const array = await api(h, org).post("/api/v1/messages").send([1, 2]);
+    expect(array.status).to.equal(400);
+    expect(array.body.error.code).to.equal("VALIDATION_ERROR");
+  });
+
+  it("accepts text of exactly 4096 characters", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "y".repeat(4096) });
+    expect(res.status).to.equal(200);
+  });
+
+  it("404 CHANNEL_NOT_FOUND without any channel, for an unknown id, and for another organization's channel", async () => {
+    const org = newOrg();
+    const before = requestsSoFar();
+    const none = await api(h, org).post("/api/v1/messages").send({ to: "+14155550123", text: "hi" });
+    expect(none.status).to.equal(404);
+    expect(none.body.error.code).to.equal("CHANNEL_NOT_FOUND");
+
+    await createChannel(h, org);
+    const unknown = await api(h, org).post("/api/v1/messages").send({ to: "+14155550123", text: "hi", messagingChannelId: "ch_nope" });
+    expect(unknown.status).to.equal(404);
+    expect(unknown.body.error.code).to.equal("CHANNEL_NOT_FOUND");
+
+    const other = newOrg();
+    const foreign = await createChannel(h, other);
+    const cross = await api(h, org).post("/api/v1/messages").send({ to: "+14155550123", text: "hi", messagingChannelId: foreign.id });
+    expect(cross.status).to.equal(404);
+    expect(cross.body.error.code).to.equal("CHANNEL_NOT_FOUND");
+    expect(requestsSoFar()).to.equal(before);
+  });
+
+  it("403 PROVIDER_NOT_CONNECTED when the channel's connection is off", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org, { connected: false });
+    const res = await api(h, org).post("/api/v1/messages").send({ to: "+14155550123", text: "hi", messagingChannelId: channel.id });
+    expect(res.status).to.equal(403);
+    expect(res.body.error.code).to.equal("PROVIDER_NOT_CONNECTED");
+  });
+
+  it("403 CONTACT_OPTED_OUT with message 'Contact opted out', per channel", async () => {
+    const org = newOrg();
+    const a = await createChannel(h, org);
+    const b = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, a, phone);
+    await receiveInbound(h, b, phone);
+    await h.contacts.optOut(org, a.id, phone);
+    const before = requestsSoFar();
+    const blocked = await api(h, org).post("/api/v1/messages").send({ to: phone.slice(1), text: "hi", messagingChannelId: a.id });
+    expect(blocked.status).to.equal(403);
+    expect(blocked.body.error).to.deep.equal({ code: "CONTACT_OPTED_OUT", message: "Contact opted out" });
+    expect(requestsSoFar()).to.equal(before);
+    const otherChannel = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hi", messagingChannelId: b.id });
+    expect(otherChannel.status).to.equal(200);
+  });
+
+  it("503 when the opt-out check cannot be answered (fails closed), nothing sent", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const before = requestsSoFar();
+    await h.contacts.setDown(true);
+    try {
+      const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hi" });
+      expect(res.status).to.equal(503);
+      expect(res.body.error.code).to.equal("SERVICE_UNAVAILABLE");
+    } finally {
+      await h.contacts.setDown(false);
+    }
+    expect(requestsSoFar()).to.equal(before);
+  });
+
+  it("400 OUTSIDE_SERVICE_WINDOW without an inbound message, or when the last one is older than 24 h", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const before = requestsSoFar();
+    const never = await api(h, org).post("/api/v1/messages").send({ to: uniquePhone(), text: "hi" });
+    expect(never.status).to.equal(400);
+    expect(never.body.error.code).to.equal("OUTSIDE_SERVICE_WINDOW");
+
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone, { timestamp: Math.floor(Date.now() / 1000) - 25 * 3600 });
+    const old = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hi" });
+    expect(old.status).to.equal(400);
+    expect(old.body.error.code).to.equal("OUTSIDE_SERVICE_WINDOW");
+    expect(requestsSoFar()).to.equal(before);
+
+    // An inbound on another channel does not open this channel's window.
+    const other = await createChannel(h, org);
+    const phone2 = uniquePhone();
+    await receiveInbound(h, other, phone2);
+    const wrongChannel = await api(h, org).post("/api/v1/messages").send({ to: phone2, text: "hi", messagingChannelId: channel.id });
+    expect(wrongChannel.body.error.code).to.equal("OUTSIDE_SERVICE_WINDOW");
+
+    // 23 hours ago is inside.
+    await receiveInbound(h, channel, phone, { timestamp: Math.floor(Date.now() / 1000) - 23 * 3600 });
+    const inside = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hi" });
+    expect(inside.status).to.equal(200);
+  });
+
+  it("400 UPSTREAM_REJECTED on a permanent provider error: stored failed, message.failed emitted, no retry", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 131047, message: "Re-engagement message", times: 1 });
+    const before = requestsSoFar();
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "rejected" });
+    expect(res.status).to.equal(400);
+    expect(res.body.error.code).to.equal("UPSTREAM_REJECTED");
+    const failed = await eventually(() => {
+      const list = eventsOf(h, "message.failed", (d) => d.phone === phone);
+      return list.length ? list : undefined;
+    });
+    expect(failed).to.have.length(1);
+    expect(failed[0].data).to.include({ status: "failed", messagingChannelId: channel.id, providerMessageId: null });
+    expect(failed[0].data.error).to.deep.equal({ code: "131047", title: "Re-engagement message" });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(providerRequestsFor(h, failed[0].data.messageId)).to.have.length(1);
+    expect(h.sim.requests.length - before).to.equal(1);
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === failed[0].data.messageId)).to.have.length(0);
+  });
+});

@@ -1,0 +1,173 @@
+import { expect } from "chai";
+import { eventually } from "@platform/testing";
+import {
+  api,
+  createChannel,
+  eventsOf,
+  newOrg,
+  providerRequestsFor,
+  receiveInbound,
+  sharedHarness,
+  uniquePhone,
+  type Harness,
+} from "./helpers/harness";
+
+describe("POST /api/v1/messages (happy paths)", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    h = await sharedHarness();
+  });
+
+  it("sends a text: exact provider body, answer with ids, message.sent once", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "Hello there" });
+    expect(res.status).to.equal(200);
+    expect(res.body).to.have.keys(["id", "conversationId", "contactId", "providerMessageId"]);
+    expect(res.body.id).to.match(/^msg_/);
+    expect(res.body.conversationId).to.match(/^conv_/);
+    expect(res.body.contactId).to.equal((await h.contacts.contactOf(org, phone))!.id);
+    expect(res.body.providerMessageId).to.match(/^wamid\./);
+
+    const sent = providerRequestsFor(h, res.body.id);
+    expect(sent).to.have.length(1);
+    expect(sent[0].phoneNumberId).to.equal(channel.providerPhoneNumberId);
+    expect(sent[0].headers.authorization).to.equal("Bearer test-provider-token");
+    expect(sent[0].body).to.deep.equal({
+      messaging_product: "whatsapp",
+      recipient_type: "individual",
+      to: phone.slice(1),
+      type: "text",
+      text: { body: "Hello there" },
+      biz_opaque_callback_data: res.body.id,
+    });
+
+    const ev = await eventually(() => {
+      const list = eventsOf(h, "message.sent", (d) => d.messageId === res.body.id);
+      return list.length ? list : undefined;
+    });
+    expect(ev).to.have.length(1);
+    expect(ev[0].organizationId).to.equal(org);
+    expect(ev[0].data).to.include({
+      messageId: res.body.id,
+      conversationId: res.body.conversationId,
+      contactId: res.body.contactId,
+      messagingChannelId: channel.id,
+      phone,
+      status: "sent",
+      providerMessageId: res.body.providerMessageId,
+    });
+    expect(ev[0].data.id).to.match(/^evt_/);
+  });
+
+  it("follows the simulator's statuses to delivered and read, each emitted once", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "status please" });
+    expect(res.status).to.equal(200);
+    await eventually(() => eventsOf(h, "message.read", (d) => d.messageId === res.body.id).length === 1);
+    await h.sim.idle();
+    await new Promise((r) => setTimeout(r, 300));
+    for (const type of ["message.sent", "message.delivered", "message.read"]) {
+      const list = eventsOf(h, type, (d) => d.messageId === res.body.id);
+      expect(list, type).to.have.length(1);
+      expect(list[0].data.status).to.equal(type.split(".")[1]);
+      expect(list[0].data.providerMessageId).to.equal(res.body.providerMessageId);
+    }
+    expect(eventsOf(h, "message.failed", (d) => d.messageId === res.body.id)).to.have.length(0);
+  });
+
+  it("maps phone variants to one contact and reuses the open conversation", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone(); // +1415XXXXXXX
+    await receiveInbound(h, channel, phone);
+    const digits = phone.slice(1);
+    const variants = [
+      phone,
+      digits,
+      `00${digits}`,
+      `+1 (${digits.slice(1, 4)}) ${digits.slice(4, 7)}-${digits.slice(7)}`,
+      `+1.${digits.slice(1, 4)}.${digits.slice(4, 7)}.${digits.slice(7)}`,
+    ];
+    const answers: Array<{ id: string; contactId: string; conversationId: string }> = [];
+    for (const to of variants) {
+      const res = await api(h, org).post("/api/v1/messages").send({ to, text: "variant" });
+      expect(res.status, to).to.equal(200);
+      answers.push(res.body);
+    }
+    expect(new Set(answers.map((a) => a.contactId)).size).to.equal(1);
+    expect(new Set(answers.map((a) => a.conversationId)).size).to.equal(1);
+    for (const a of answers) expect((providerRequestsFor(h, a.id)[0].body as { to: string }).to).to.equal(digits);
+    const opened = eventsOf(h, "conversation.opened", (d) => d.conversationId === answers[0].conversationId);
+    await eventually(() => eventsOf(h, "conversation.opened", (d) => d.conversationId === answers[0].conversationId).length === 1);
+    expect(opened.length).to.be.at.most(1);
+  });
+
+  it("uses the default channel when none is given, and an explicit one when given", async () => {
+    const org = newOrg();
+    const first = await createChannel(h, org, { name: "first" });
+    const second = await createChannel(h, org, { name: "second" });
+    expect(first.isDefault).to.equal(true);
+    expect(second.isDefault).to.equal(false);
+    const phone = uniquePhone();
+    await receiveInbound(h, first, phone);
+    await receiveInbound(h, second, phone);
+
+    const viaDefault = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "default" });
+    expect(viaDefault.status).to.equal(200);
+    expect(providerRequestsFor(h, viaDefault.body.id)[0].phoneNumberId).to.equal(first.providerPhoneNumberId);
+
+    const explicit = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "explicit", messagingChannelId: second.id });
+    expect(explicit.status).to.equal(200);
+    expect(providerRequestsFor(h, explicit.body.id)[0].phoneNumberId).to.equal(second.providerPhoneNumberId);
+    expect(explicit.body.conversationId).to.not.equal(viaDefault.body.conversationId);
+    expect(explicit.body.contactId).to.equal(viaDefault.body.contactId);
+  });
+
+  it("answers 200 with providerMessageId null on a transient failure, then sends in the background", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 1, message: "Service temporarily unavailable", times: 1 });
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "retry me" });
+    expect(res.status).to.equal(200);
+    expect(res.body.providerMessageId).to.equal(null);
+    const sent = await eventually(() => {
+      const list = eventsOf(h, "message.sent", (d) => d.messageId === res.body.id);
+      return list.length ? list : undefined;
+    }, 15_000);
+    expect(sent[0].data.providerMessageId).to.match(/^wamid\./);
+    const calls = providerRequestsFor(h, res.body.id);
+    expect(calls.map((c) => c.responseStatus)).to.deep.equal([503, 200]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(1);
+  });
+
+  it("treats 130429 as transient whatever its HTTP status, and a timeout too", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 130429, message: "Rate limit hit", times: 1 });
+    const throttled = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "throttled" });
+    expect(throttled.status).to.equal(200);
+    expect(throttled.body.providerMessageId).to.equal(null);
+
+    h.sim.setMode({ kind: "slow", delayMs: 2_500, times: 1 }); // PROVIDER_TIMEOUT_MS is 1500 in tests
+    const slow = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "slow" });
+    expect(slow.status).to.equal(200);
+    expect(slow.body.providerMessageId).to.equal(null);
+
+    for (const id of [throttled.body.id, slow.body.id]) {
+      await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === id).length === 1, 20_000);
+    }
+  });
+});
