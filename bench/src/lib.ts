@@ -27,7 +27,9 @@ export async function load(opts: autocannon.Options): Promise<LoadResult> {
 /** Starts a node script as a child and resolves once it printed a JSON line with `port` (or a line matching `ready`). */
 export function startChild(script: string, args: string[], env: NodeJS.ProcessEnv, ready?: RegExp): Promise<{ child: ChildProcess; port?: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
+    // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the processes under test.
+    const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ").filter(Boolean) : [];
+    const child = spawn(process.execPath, [...nodeArgs, script, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
     const rl = readline.createInterface({ input: child.stdout! });
     rl.on("line", (line) => {
       try {

@@ -82,6 +82,8 @@ export class Bus {
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
       timeout: 5_000,
+      // An Error per request for async stack traces costs more than the request itself on the hot path.
+      noAsyncTraces: true,
     });
     const jsm = await nc.jetstreamManager({ timeout: 5_000 });
     const bus = new Bus(nc, nc.jetstream({ timeout: 5_000 }), jsm, opts.namespace ?? "", opts.log);

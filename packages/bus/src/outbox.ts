@@ -75,6 +75,11 @@ export interface RelayOptions {
   batchSize?: number;
   /** Safety-net poll when no NOTIFY arrives (lost listener connection). */
   pollMs?: number;
+  /**
+   * After a wake-up, wait this long so the events of concurrent transactions
+   * go out in one batch (one claim, one delete) instead of one round trip each.
+   */
+  coalesceMs?: number;
 }
 
 export class OutboxRelay {
@@ -125,16 +130,19 @@ export class OutboxRelay {
         await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * 2 ** failures)));
         continue;
       }
-      if (published >= (this.opts.batchSize ?? 500) || this.pending) continue;
-      if (!this.listener && !this.stopped) void this.listen();
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.opts.pollMs ?? (this.listener ? 1_000 : 100));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+      if (published >= (this.opts.batchSize ?? 500)) continue;
+      if (!this.pending) {
+        if (!this.listener && !this.stopped) void this.listen();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, this.opts.pollMs ?? (this.listener ? 1_000 : 100));
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+      }
+      if (!this.stopped) await new Promise((r) => setTimeout(r, this.opts.coalesceMs ?? 5));
     }
   }
 

@@ -52,70 +52,63 @@ export async function slowDownChannel(q: Queryable, channelId: string): Promise<
   );
 }
 
-/** A slot older than this is not used: a late send on an old slot could add to a later second's budget. */
-const STALE_SLOT_MS = 2;
-/** Slots fetched per round trip cover about this much time (never more than BLOCK_MAX slots). */
-const BLOCK_SPAN_MS = 20;
-const BLOCK_MAX = 50;
+/** Most slots one round trip reserves; more waiters go in the next round trip. */
+const BATCH_MAX = 200;
 
-interface Block {
-  /** Local epoch ms of slot 0. */
-  start: number;
-  intervalMs: number;
-  count: number;
-  used: number;
+interface Waiter {
+  resolve(waitMs: number): void;
+  reject(err: unknown): void;
 }
 
 /**
- * The request path's pacer: the same GCRA row, but a busy channel reserves a
- * block of consecutive slots (about 20 ms of its budget) per round trip and
- * hands them out in this process. Blocks are exclusive intervals of the
- * channel's timeline, so replicas together still never exceed the rate;
- * slots nobody used in time are dropped, never spent late.
+ * The request path's pacer: the same GCRA row, with the reservations of
+ * concurrent sends on one channel coalesced. While one round trip is in
+ * flight, new requests queue; the next round trip reserves exactly as many
+ * consecutive slots as are waiting and hands them out in order. A quiet
+ * channel costs one round trip per send with no wait; a busy one, one round
+ * trip per batch. Slots are never reserved ahead of demand, so none are
+ * wasted, and replicas together never exceed the rate.
  */
 export class ChannelPacer {
-  private readonly blocks = new Map<string, Block>();
-  private readonly fetching = new Map<string, Promise<void>>();
+  private readonly queues = new Map<string, { waiters: Waiter[]; running: boolean }>();
+  /** Round trips made (for tests and metrics). */
+  roundTrips = 0;
 
   constructor(private readonly q: Queryable) {}
 
   /** Reserves one slot; resolves with how long to wait for it (ms). */
-  async reserve(channelId: string, messagesPerSecond: number): Promise<number> {
-    for (let round = 0; round < 5; round++) {
-      const now = Date.now();
-      const block = this.blocks.get(channelId);
-      if (block) {
-        // Skip stale slots, then take the next one.
-        const fresh = block.intervalMs > 0 ? Math.max(block.used, Math.ceil((now - STALE_SLOT_MS - block.start) / block.intervalMs)) : block.used;
-        if (fresh < block.count) {
-          block.used = fresh + 1;
-          return Math.max(0, block.start + fresh * block.intervalMs - now);
+  reserve(channelId: string, _messagesPerSecond?: number): Promise<number> {
+    let queue = this.queues.get(channelId);
+    if (!queue) {
+      queue = { waiters: [], running: false };
+      this.queues.set(channelId, queue);
+    }
+    const promise = new Promise<number>((resolve, reject) => queue!.waiters.push({ resolve, reject }));
+    if (!queue.running) void this.drain(channelId, queue);
+    return promise;
+  }
+
+  /** Kept for callers after a 130429: the slowed rate applies from the next round trip on. */
+  forget(_channelId: string): void {}
+
+  private async drain(channelId: string, queue: { waiters: Waiter[]; running: boolean }): Promise<void> {
+    queue.running = true;
+    try {
+      while (queue.waiters.length > 0) {
+        const batch = queue.waiters.splice(0, BATCH_MAX);
+        const before = Date.now();
+        try {
+          this.roundTrips++;
+          const r = await reservePacingSlots(this.q, channelId, batch.length);
+          const elapsed = Date.now() - before;
+          batch.forEach((w, i) => w.resolve(r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0));
+        } catch (err) {
+          for (const w of batch) w.reject(err);
         }
       }
-      let pending = this.fetching.get(channelId);
-      if (!pending) {
-        pending = this.fetchBlock(channelId, messagesPerSecond).finally(() => this.fetching.delete(channelId));
-        this.fetching.set(channelId, pending);
-      }
-      await pending;
+    } finally {
+      queue.running = false;
+      if (queue.waiters.length === 0) this.queues.delete(channelId);
     }
-    // Unlikely (blocks consumed by others five times in a row): one slot of our own.
-    return reservePacingSlot(this.q, channelId);
-  }
-
-  /** After a 130429, forget local slots so the halved rate applies at once. */
-  forget(channelId: string): void {
-    this.blocks.delete(channelId);
-  }
-
-  private async fetchBlock(channelId: string, messagesPerSecond: number): Promise<void> {
-    const n = Math.max(1, Math.min(BLOCK_MAX, Math.floor((messagesPerSecond * BLOCK_SPAN_MS) / 1000)));
-    const before = Date.now();
-    const r = await reservePacingSlots(this.q, channelId, n);
-    if (!r) {
-      this.blocks.set(channelId, { start: before, intervalMs: 0, count: 1, used: 0 });
-      return;
-    }
-    this.blocks.set(channelId, { start: before + r.firstInMs, intervalMs: r.intervalMs, count: n, used: 0 });
   }
 }
