@@ -31,14 +31,7 @@ export async function run(): Promise<string> {
   const env = await createTestEnvironment("benchcontacts");
   const svc = await startService(
     definition,
-    {
-      DATABASE_URL: env.databaseUrl,
-      NATS_URL: env.natsUrl,
-      BUS_NAMESPACE: env.namespace,
-      INTERNAL_TOKEN: env.internalToken,
-      PORT: "0",
-      LOG_LEVEL: "silent",
-    },
+    env.serviceEnv(),
     { exitOnConfigError: false },
   );
   const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-contacts", log: createLogger("bench", "silent") });

@@ -1,4 +1,3 @@
-/// <reference path="./chai.d.ts" />
 import { expect } from "chai";
 import { buildTemplateBody, buildTextBody } from "../src";
 

@@ -1,4 +1,3 @@
-/// <reference path="./chai.d.ts" />
 import { expect } from "chai";
 import express from "express";
 import type { AddressInfo } from "node:net";

@@ -1,4 +1,3 @@
-/// <reference path="./chai.d.ts" />
 import { expect } from "chai";
 import { startSimulator, type Simulator } from "../src";
 import { post, textBody, TOKEN } from "./helpers";

@@ -1,4 +1,3 @@
-/// <reference path="./chai.d.ts" />
 import { createHmac } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,4 +1,3 @@
-/// <reference path="./chai.d.ts" />
 import { expect } from "chai";
 import { startSimulator, type Simulator, type WebhookStatus } from "../src";
 import { APP_SECRET, expectedSignature, post, startReceiver, textBody, TOKEN, waitFor, type Receiver } from "./helpers";

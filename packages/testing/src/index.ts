@@ -17,6 +17,8 @@ export interface TestEnvironment {
   natsUrl: string;
   namespace: string;
   internalToken: string;
+  /** The environment of a service booted on this run (`startService(definition, env.serviceEnv())`). */
+  serviceEnv(extra?: Record<string, string>): Record<string, string>;
   cleanup(): Promise<void>;
 }
 
@@ -43,11 +45,21 @@ export async function createTestEnvironment(label = "t"): Promise<TestEnvironmen
   const databaseUrl = url.toString();
   await createDatabase(databaseUrl);
   const namespace = `${label}_${suffix}`.toLowerCase();
+  const internalToken = `test-internal-${randomSuffix(12)}`;
   return {
     databaseUrl,
     natsUrl: TEST_NATS_URL,
     namespace,
-    internalToken: `test-internal-${randomSuffix(12)}`,
+    internalToken,
+    serviceEnv: (extra = {}) => ({
+      DATABASE_URL: databaseUrl,
+      NATS_URL: TEST_NATS_URL,
+      BUS_NAMESPACE: namespace,
+      INTERNAL_TOKEN: internalToken,
+      PORT: "0",
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+      ...extra,
+    }),
     cleanup: async () => {
       await dropDatabase(databaseUrl);
       await deleteStreams(TEST_NATS_URL, namespace);

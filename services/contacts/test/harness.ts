@@ -58,15 +58,7 @@ export const mochaHooks = {
     closeEvents = collector.close;
     const svc = await startService(
       definition,
-      {
-        DATABASE_URL: env.databaseUrl,
-        NATS_URL: env.natsUrl,
-        BUS_NAMESPACE: env.namespace,
-        INTERNAL_TOKEN: env.internalToken,
-        PORT: "0",
-        LOG_LEVEL: "silent",
-        CHANNEL_LOOKUP_TIMEOUT_MS: "500",
-      },
+      env.serviceEnv({ CHANNEL_LOOKUP_TIMEOUT_MS: "500" }),
       { exitOnConfigError: false },
     );
     current = { env, svc, bus, events: collector.received as Harness["events"], channels, silentChannels };

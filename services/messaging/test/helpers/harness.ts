@@ -190,18 +190,7 @@ export interface Harness {
 }
 
 export function serviceEnv(env: TestEnvironment, simUrl: string, extra: Record<string, string> = {}): Record<string, string> {
-  return {
-    DATABASE_URL: env.databaseUrl,
-    NATS_URL: env.natsUrl,
-    BUS_NAMESPACE: env.namespace,
-    INTERNAL_TOKEN: env.internalToken,
-    PORT: "0",
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
-    PROVIDER_BASE_URL: simUrl,
-    PROVIDER_ACCESS_TOKEN: "test-provider-token",
-    PROVIDER_TIMEOUT_MS: "1500",
-    ...extra,
-  };
+  return env.serviceEnv({ PROVIDER_BASE_URL: simUrl, PROVIDER_ACCESS_TOKEN: "test-provider-token", PROVIDER_TIMEOUT_MS: "1500", ...extra });
 }
 
 export type Infra = Omit<Harness, "svc">;
