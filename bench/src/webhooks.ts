@@ -20,6 +20,7 @@ const HEALTHY_WEBHOOKS = 10;
 const THROUGHPUT_EVENTS = 20_000;
 const LATENCY_RATE = 500;
 const LATENCY_SECONDS = 10;
+const ROUNDS = 3;
 const progress = (msg: string) => process.stderr.write(`[webhooks bench] ${msg}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,6 +65,7 @@ export async function run(): Promise<string> {
       body: JSON.stringify({ url, events: ["message.sent"] }),
     });
     if (res.status !== 201) throw new Error(`webhook creation failed: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { id: string }).id;
   };
   const waitFor = async (kind: string, count: number, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs;
@@ -100,7 +102,7 @@ export async function run(): Promise<string> {
     const extraOrg = newId("organization");
     await createWebhook(extraOrg, `${base}/extra/0`);
     const hangOrg = newId("organization");
-    await createWebhook(hangOrg, `${base}/hang/0`);
+    const hangWebhook = await createWebhook(hangOrg, `${base}/hang/0`);
 
     progress("warm-up");
     await throughput(healthyOrgs, 5_000);
@@ -115,11 +117,26 @@ export async function run(): Promise<string> {
       .map((a) => a[2] - s.publishedAt[a[1]])
       .sort((a, b) => a - b);
 
-    progress("throughput, healthy receivers");
-    const healthy = await throughput(healthyOrgs, THROUGHPUT_EVENTS, extraOrg);
-    progress("throughput, one receiver hanging");
-    const withHang = await throughput(healthyOrgs, THROUGHPUT_EVENTS, hangOrg);
-    const hangs = (await stats()).arrivals.filter((x) => x[0] === "hang").length;
+    // The machine is shared: alternate the two runs and compare medians.
+    const healthyRuns: Array<Awaited<ReturnType<typeof throughput>>> = [];
+    const hangRuns: Array<Awaited<ReturnType<typeof throughput>>> = [];
+    let hangs = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      progress(`round ${round + 1}: healthy receivers`);
+      healthyRuns.push(await throughput(healthyOrgs, THROUGHPUT_EVENTS, extraOrg));
+      // Re-enabled each round, so it is still hanging rather than deactivated after 10 timeouts.
+      await fetch(`${svc.url}/admin/v1/organizations/${hangOrg}/webhooks/${hangWebhook}`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json", "x-internal-token": env.internalToken, "x-organization-id": hangOrg },
+        body: JSON.stringify({ active: true }),
+      });
+      progress(`round ${round + 1}: one receiver hanging`);
+      hangRuns.push(await throughput(healthyOrgs, THROUGHPUT_EVENTS, hangOrg));
+      hangs += (await stats()).arrivals.filter((x) => x[0] === "hang").length;
+    }
+    const median = (runs: Array<{ rate: number }>) => [...runs].sort((a, b) => a.rate - b.rate)[Math.floor(runs.length / 2)];
+    const healthy = median(healthyRuns);
+    const withHang = median(hangRuns);
     const ratio = withHang.rate / healthy.rate;
 
     return [
@@ -127,9 +144,9 @@ export async function run(): Promise<string> {
       "",
       "| measure | result | target |",
       "|---|---|---|",
-      `| deliveries per second, ${THROUGHPUT_EVENTS} events over ${HEALTHY_WEBHOOKS} webhooks (+10% to an 11th, healthy), first publish → last delivery to the ten | ${healthy.rate}/s (${healthy.delivered} in ${healthy.seconds.toFixed(1)} s; ${healthy.steady}/s first → last delivery) | ≥ 2,000/s |`,
+      `| deliveries per second, ${THROUGHPUT_EVENTS} events over ${HEALTHY_WEBHOOKS} webhooks (+10% to an 11th, healthy), first publish → last delivery to the ten; median of ${ROUNDS} | ${healthy.rate}/s (runs: ${healthyRuns.map((r) => r.rate).join(", ")}) | ≥ 2,000/s |`,
       `| event-to-delivery latency at ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s (${latencies.length} deliveries) | p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms, max ${latencies[latencies.length - 1].toFixed(1)} ms | p99 < 100 ms |`,
-      `| same run while the 11th webhook's receiver hangs 10 s on every request (${hangs} requests hung) | ${withHang.rate}/s to the healthy ones (${withHang.delivered} in ${withHang.seconds.toFixed(1)} s), ${(ratio * 100).toFixed(0)}% of the healthy run | ≥ 90% |`,
+      `| same runs while the 11th webhook's receiver hangs 10 s on every request (${hangs} requests hung in all) | ${withHang.rate}/s to the ten healthy ones (runs: ${hangRuns.map((r) => r.rate).join(", ")}), median ${(ratio * 100).toFixed(0)}% of the healthy median | ≥ 90% |`,
     ].join("\n");
   } finally {
     await stopChild(load.child);

@@ -8,3 +8,4 @@ export * from "./subjects";
 export * from "./openapi";
 export * from "./messaging";
 export * from "./contacts";
+export * from "./webhooks";

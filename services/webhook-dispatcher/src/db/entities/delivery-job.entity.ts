@@ -1,0 +1,17 @@
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from "typeorm";
+
+/**
+ * The next attempt owed for one (event, webhook): attempt 1 when the event
+ * arrives, then each pending retry. Durable, so a restart loses none; a
+ * worker claims one by pushing `due_at` past the attempt's timeout (a lease).
+ */
+@Entity({ name: "delivery_jobs", schema: "webhooks" })
+export class DeliveryJobEntity {
+  @PrimaryGeneratedColumn({ type: "bigint" }) id!: string;
+  @Column({ name: "event_id", type: "text" }) eventId!: string;
+  @Column({ name: "webhook_id", type: "text" }) webhookId!: string;
+  @Column({ name: "organization_id", type: "text" }) organizationId!: string;
+  @Column({ type: "integer", default: 1 }) attempt!: number;
+  @Column({ name: "due_at", type: "timestamptz" }) dueAt!: Date;
+  @CreateDateColumn({ name: "created_at", type: "timestamptz" }) createdAt!: Date;
+}

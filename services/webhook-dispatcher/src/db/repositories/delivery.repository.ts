@@ -1,0 +1,287 @@
+import type { DataSource } from "typeorm";
+import { WEBHOOK_DEACTIVATE_AFTER_FAILURES } from "@platform/contracts";
+import { rowsOf } from "./rows";
+
+/** Consecutive failed attempts after which a webhook is switched off (service-spec Limits). */
+export const DEACTIVATE_AFTER_FAILURES = WEBHOOK_DEACTIVATE_AFTER_FAILURES;
+
+export interface ClaimedJob {
+  jobId: string;
+  eventId: string;
+  webhookId: string;
+  organizationId: string;
+  attempt: number;
+  url: string;
+  secret: string;
+  event: string;
+  body: string;
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  webhookId: string;
+  organizationId: string;
+  eventId: string;
+  event: string;
+  attempt: number;
+  responseStatus: number | null;
+  responseBody: string | null;
+  error: string | null;
+  durationMs: number | null;
+  createdAt: Date;
+}
+
+/** What became of one claimed job. */
+export interface JobCompletion {
+  jobId: string;
+  webhookId: string;
+  ok: boolean;
+  /** Delay before the next attempt, or null when no attempt follows (success or retries exhausted). */
+  retryInMs: number | null;
+  record: AttemptRecord;
+}
+
+export interface DeliveryAttemptRow {
+  id: string;
+  eventId: string;
+  event: string;
+  attempt: number;
+  createdAt: Date;
+  responseStatus: number | null;
+  responseBody: string | null;
+  error: string | null;
+  durationMs: number | null;
+}
+
+/** Events owed, durable delivery jobs and the attempt log. Every hot path is one set-based statement. */
+export class DeliveryRepository {
+  constructor(private readonly db: DataSource) {}
+
+  /**
+   * Stores a batch of events and one job per (event, active webhook of its
+   * organization subscribed to its type), in one statement (so one
+   * transaction, one commit for the whole batch). Idempotent: an event seen
+   * before (a JetStream redelivery) creates nothing, even when its deliveries
+   * are already done. Events nobody subscribes to are not stored.
+   *
+   * Jobs of webhooks with room in this process (`busy` below `capacity`) are
+   * created already leased to it and returned, so their first attempt starts
+   * without another round trip; the rest are created due, for the claim loop.
+   */
+  async ingest(
+    events: Array<{ id: string; organizationId: string; event: string; body: string; occurredAt: string }>,
+    lease: { busy: Map<string, number>; capacity: number; leaseMs: number },
+  ): Promise<Array<{ jobId: string; eventId: string; webhookId: string; organizationId: string; attempt: number; leased: boolean; url: string; secret: string }>> {
+    if (events.length === 0) return [];
+    return this.db.query(
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $9::timestamptz[]) WITH ORDINALITY AS i(id, organization_id, event, body, occurred_at, ord)
+       ), busy AS (
+         SELECT * FROM unnest($5::text[], $6::int[]) AS b(webhook_id, n)
+       ), targets AS (
+         SELECT i.id AS event_id, w.id AS webhook_id, i.organization_id, i.ord
+         FROM input i JOIN webhooks.webhooks w ON w.organization_id = i.organization_id AND w.active AND i.event = ANY(w.events)
+           -- A webhook gets the events that happen after it exists (a few seconds of clock skew allowed),
+           -- not the stream's history when the dispatcher's consumer starts fresh.
+           AND w.created_at <= i.occurred_at + interval '5 seconds'
+       ), stored AS (
+         INSERT INTO webhooks.events (id, organization_id, event, body)
+         SELECT i.id, i.organization_id, i.event, i.body FROM input i
+         WHERE EXISTS (SELECT 1 FROM targets t WHERE t.event_id = i.id)
+         ON CONFLICT (id) DO NOTHING
+         RETURNING id
+       ), fresh AS (
+         SELECT t.event_id, t.webhook_id, t.organization_id,
+                row_number() OVER (PARTITION BY t.webhook_id ORDER BY t.ord) + COALESCE(b.n, 0) AS slot
+         FROM targets t JOIN stored s ON s.id = t.event_id LEFT JOIN busy b ON b.webhook_id = t.webhook_id
+       ), inserted AS (
+         INSERT INTO webhooks.delivery_jobs (event_id, webhook_id, organization_id, attempt, due_at)
+         SELECT event_id, webhook_id, organization_id, 1,
+                CASE WHEN slot <= $7 THEN now() + ($8::int * interval '1 millisecond') ELSE now() END
+         FROM fresh
+         ON CONFLICT (event_id, webhook_id) DO NOTHING
+         RETURNING id, event_id, webhook_id, organization_id, attempt, due_at > now() AS leased
+       )
+       SELECT j.id::text AS "jobId", j.event_id AS "eventId", j.webhook_id AS "webhookId", j.organization_id AS "organizationId",
+              j.attempt, j.leased, w.url, w.secret
+       FROM inserted j JOIN webhooks.webhooks w ON w.id = j.webhook_id`,
+      [
+        events.map((e) => e.id),
+        events.map((e) => e.organizationId),
+        events.map((e) => e.event),
+        events.map((e) => e.body),
+        [...lease.busy.keys()],
+        [...lease.busy.values()],
+        lease.capacity,
+        lease.leaseMs,
+        events.map((e) => e.occurredAt),
+      ],
+    );
+  }
+
+  /**
+   * Claims due jobs by pushing their `due_at` past the attempt (a lease: a
+   * worker that dies mid-attempt leaves the job to be claimed again when the
+   * lease ends). Candidates are read without locks; only the rows updated are
+   * locked, and the update re-checks `due_at`, so two replicas never take one job. Webhooks already at their in-flight bound in this process are
+   * skipped, and at most `perWebhook - inFlight` jobs of each are taken, so
+   * one slow endpoint's backlog never fills the batch (no head-of-line blocking).
+   */
+  async claim(args: { limit: number; perWebhook: number; busy: Map<string, number>; leaseMs: number }): Promise<ClaimedJob[]> {
+    const busyIds: string[] = [];
+    const busyCounts: number[] = [];
+    const saturated: string[] = [];
+    for (const [id, n] of args.busy) {
+      busyIds.push(id);
+      busyCounts.push(n);
+      if (n >= args.perWebhook) saturated.push(id);
+    }
+    const rows = rowsOf<ClaimedJob>(
+      await this.db.query(
+      `WITH busy AS (
+         SELECT * FROM unnest($1::text[], $2::int[]) AS b(webhook_id, n)
+       ), candidates AS (
+         SELECT j.id, j.webhook_id, j.due_at
+         FROM webhooks.delivery_jobs j
+         WHERE j.due_at <= now() AND NOT (j.webhook_id = ANY($3::text[]))
+         ORDER BY j.due_at
+         LIMIT $4
+       ), ranked AS (
+         SELECT c.id, c.due_at,
+                row_number() OVER (PARTITION BY c.webhook_id ORDER BY c.due_at, c.id) + COALESCE(b.n, 0) AS slot
+         FROM candidates c LEFT JOIN busy b ON b.webhook_id = c.webhook_id
+       ), picked AS (
+         SELECT id FROM ranked WHERE slot <= $5 ORDER BY due_at, id LIMIT $6
+       )
+       UPDATE webhooks.delivery_jobs j
+       SET due_at = now() + ($7::int * interval '1 millisecond')
+       FROM webhooks.webhooks w, webhooks.events e
+       WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND w.id = j.webhook_id AND e.id = j.event_id AND w.active
+         -- Re-checked on the row version that wins a race with another replica: a job
+         -- claimed meanwhile has its due_at in the future and is skipped, never taken twice.
+         AND j.due_at <= now()
+       RETURNING j.id::text AS "jobId", j.event_id AS "eventId", j.webhook_id AS "webhookId",
+                 j.organization_id AS "organizationId", j.attempt, w.url, w.secret, e.event, e.body`,
+      [busyIds, busyCounts, saturated, Math.min(Math.max(args.limit * 2, 100), 500), args.perWebhook, args.limit, args.leaseMs],
+      ),
+    );
+    return rows;
+  }
+
+  /**
+   * Records a batch of finished attempts in one transaction: the attempt log,
+   * the jobs (done, or rescheduled for their next attempt) and the webhooks'
+   * consecutive-failure counts (in completion order: a 2xx resets, each
+   * failure adds one). A webhook reaching the threshold is deactivated and
+   * its pending jobs dropped. Returns the webhooks deactivated by this batch.
+   */
+  async complete(batch: JobCompletion[]): Promise<string[]> {
+    if (batch.length === 0) return [];
+    const counters = new Map<string, { reset: boolean; n: number }>();
+    for (const c of batch) {
+      const cur = counters.get(c.webhookId) ?? { reset: false, n: 0 };
+      if (c.ok) counters.set(c.webhookId, { reset: true, n: 0 });
+      else counters.set(c.webhookId, { reset: cur.reset, n: cur.n + 1 });
+    }
+    const done = batch.filter((c) => c.retryInMs === null).map((c) => c.jobId);
+    const retries = batch.filter((c) => c.retryInMs !== null);
+    return this.db.transaction(async (m) => {
+      await this.insertAttempts(m, batch.map((c) => c.record));
+      if (done.length) await m.query(`DELETE FROM webhooks.delivery_jobs WHERE id = ANY($1::bigint[])`, [done]);
+      if (retries.length) {
+        await m.query(
+          `UPDATE webhooks.delivery_jobs j
+           SET attempt = j.attempt + 1, due_at = now() + (u.delay_ms * interval '1 millisecond')
+           FROM unnest($1::bigint[], $2::int[]) AS u(id, delay_ms)
+           WHERE j.id = u.id`,
+          [retries.map((c) => c.jobId), retries.map((c) => c.retryInMs)],
+        );
+      }
+      const ids = [...counters.keys()];
+      const deactivated: Array<{ id: string }> = await m.query(
+        `WITH u AS (
+           SELECT * FROM unnest($1::text[], $2::bool[], $3::int[]) AS u(id, reset, n)
+         ), counted AS (
+           SELECT w.id, CASE WHEN u.reset THEN u.n ELSE w.consecutive_failures + u.n END AS failures
+           FROM webhooks.webhooks w JOIN u ON u.id = w.id
+           WHERE w.active AND (u.n > 0 OR w.consecutive_failures <> 0)
+         ), updated AS (
+           UPDATE webhooks.webhooks w
+           SET consecutive_failures = c.failures,
+               active = c.failures < $4,
+               deactivated_at = CASE WHEN c.failures >= $4 THEN now() ELSE NULL END,
+               updated_at = now()
+           FROM counted c WHERE w.id = c.id
+           RETURNING w.id, w.active
+         ), dropped AS (
+           DELETE FROM webhooks.delivery_jobs j USING updated u WHERE j.webhook_id = u.id AND NOT u.active
+         )
+         SELECT id FROM updated WHERE NOT active`,
+        [ids, ids.map((id) => counters.get(id)!.reset), ids.map((id) => counters.get(id)!.n), DEACTIVATE_AFTER_FAILURES],
+      );
+      return deactivated.map((r) => r.id);
+    });
+  }
+
+  /** The attempt log; rows of a webhook deleted meanwhile are skipped. */
+  async insertAttempts(m: { query: DataSource["query"] }, records: AttemptRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await m.query(
+      `INSERT INTO webhooks.delivery_attempts
+         (id, webhook_id, organization_id, event_id, event, attempt, response_status, response_body, error, duration_ms, created_at)
+       SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $10::int[], $11::timestamptz[])
+         AS u(id, webhook_id, organization_id, event_id, event, attempt, response_status, response_body, error, duration_ms, created_at)
+       WHERE EXISTS (SELECT 1 FROM webhooks.webhooks w WHERE w.id = u.webhook_id)`,
+      [
+        records.map((r) => r.deliveryId),
+        records.map((r) => r.webhookId),
+        records.map((r) => r.organizationId),
+        records.map((r) => r.eventId),
+        records.map((r) => r.event),
+        records.map((r) => r.attempt),
+        records.map((r) => r.responseStatus),
+        records.map((r) => r.responseBody),
+        records.map((r) => r.error),
+        records.map((r) => r.durationMs),
+        records.map((r) => r.createdAt.toISOString()),
+      ],
+    );
+  }
+
+  /** The attempt log row of a `webhook.test` (no job, no failure count). */
+  async recordTest(record: AttemptRecord): Promise<void> {
+    await this.insertAttempts(this.db, [record]);
+  }
+
+  /** Jobs whose attempt was cut short by a shutdown: due again at once, not counted as failures. */
+  async release(jobIds: string[]): Promise<void> {
+    if (jobIds.length === 0) return;
+    await this.db.query(`UPDATE webhooks.delivery_jobs SET due_at = now() WHERE id = ANY($1::bigint[])`, [jobIds]);
+  }
+
+  /** Newest first; the cursor is the last id of the previous page. */
+  async listAttempts(organizationId: string, webhookId: string, limit: number, beforeId?: string): Promise<DeliveryAttemptRow[]> {
+    const rows: Array<Record<string, unknown>> = await this.db.query(
+      `SELECT id, event_id AS "eventId", event, attempt, created_at AS "createdAt", response_status AS "responseStatus",
+              response_body AS "responseBody", error, duration_ms AS "durationMs"
+       FROM webhooks.delivery_attempts
+       WHERE organization_id = $1 AND webhook_id = $2 AND ($3::text IS NULL OR id < $3)
+       ORDER BY id DESC
+       LIMIT $4`,
+      [organizationId, webhookId, beforeId ?? null, limit],
+    );
+    return rows.map((r) => ({ ...(r as unknown as DeliveryAttemptRow), createdAt: new Date(r.createdAt as string | Date) }));
+  }
+
+  /** Retention: events nobody is owed any more after 7 days, attempt log after 30 days, leftovers of inactive webhooks. */
+  async prune(): Promise<void> {
+    await this.db.query(
+      `DELETE FROM webhooks.delivery_jobs j USING webhooks.webhooks w WHERE j.webhook_id = w.id AND NOT w.active`,
+    );
+    await this.db.query(
+      `DELETE FROM webhooks.events e WHERE e.created_at < now() - interval '7 days'
+         AND NOT EXISTS (SELECT 1 FROM webhooks.delivery_jobs j WHERE j.event_id = e.id)`,
+    );
+    await this.db.query(`DELETE FROM webhooks.delivery_attempts WHERE created_at < now() - interval '30 days'`);
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * One HTTP attempt to a webhook: POST, no redirects followed, bounded by the
+ * attempt timeout (connect, headers and body together), the answer's body
+ * read only as far as the attempt log keeps it. With private targets refused,
+ * the connector checks the addresses before connecting (guarded lookup, IP
+ * literals) and the address actually connected to (DNS rebinding).
+ */
+import net from "node:net";
+import { Agent, buildConnector, request } from "undici";
+import { WEBHOOK_RESPONSE_BODY_LIMIT } from "@platform/contracts";
+import { BlockedTargetError, blockedAddressReason, guardedLookup } from "./target-guard";
+
+/** The attempt log keeps this many characters of a response body. */
+export const RESPONSE_BODY_LIMIT = WEBHOOK_RESPONSE_BODY_LIMIT;
+/** Bytes read from a response, enough for RESPONSE_BODY_LIMIT characters of any UTF-8. */
+const READ_LIMIT = 8 * 1024;
+
+export interface SendOutcome {
+  ok: boolean;
+  status: number | null;
+  body: string | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface HttpSenderOptions {
+  timeoutMs: number;
+  allowPrivate: boolean;
+}
+
+export class HttpSender {
+  private readonly agent: Agent;
+
+  constructor(private readonly opts: HttpSenderOptions) {
+    const base = buildConnector({
+      timeout: opts.timeoutMs,
+      ...(opts.allowPrivate ? {} : { lookup: guardedLookup }),
+    } as buildConnector.BuildOptions);
+    const connect: buildConnector.connector = opts.allowPrivate
+      ? base
+      : (options, callback) => {
+          const host = options.hostname.replace(/^\[|\]$/g, "");
+          if (net.isIP(host)) {
+            const reason = blockedAddressReason(host);
+            if (reason) return callback(new BlockedTargetError(`blocked target address ${host} (${reason})`), null);
+          }
+          base(options, (err, socket) => {
+            if (err || !socket) return callback(err ?? new Error("connect failed"), null);
+            const remote = socket.remoteAddress;
+            const reason = remote ? blockedAddressReason(remote) : "unknown address";
+            if (reason) {
+              socket.destroy();
+              return callback(new BlockedTargetError(`blocked target address ${remote ?? "?"} (${reason})`), null);
+            }
+            callback(null, socket);
+          });
+        };
+    this.agent = new Agent({
+      connect,
+      keepAliveTimeout: 30_000,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+      // One slow endpoint must not starve others of sockets: no global cap here,
+      // concurrency is bounded per webhook by the dispatcher.
+      connections: null,
+    });
+  }
+
+  /**
+   * One POST. The timeout is undici's own (connect, then the response
+   * headers, then each read of the body: WEBHOOK_TIMEOUT_MS each), which costs
+   * nothing per request, unlike a timer signal per attempt at thousands per
+   * second. `close()` ends every request in flight (shutdown).
+   */
+  async send(url: string, body: Buffer, headers: Record<string, string>): Promise<SendOutcome> {
+    const started = performance.now();
+    const done = (o: Omit<SendOutcome, "durationMs">): SendOutcome => ({ ...o, durationMs: Math.round(performance.now() - started) });
+    try {
+      const res = await request(url, { method: "POST", headers, body, dispatcher: this.agent });
+      let text: string | null = null;
+      try {
+        text = await readLimited(res.body);
+      } catch {
+        // The status is what counts; a body that cannot be read is only a log detail.
+        text = null;
+      }
+      const ok = res.statusCode >= 200 && res.statusCode < 300;
+      return done({ ok, status: res.statusCode, body: text, error: ok ? null : `HTTP ${res.statusCode}` });
+    } catch (err) {
+      return done({ ok: false, status: null, body: null, error: describe(err, false, this.opts.timeoutMs) });
+    }
+  }
+
+  /** Ends every request in flight and closes the connections (shutdown). */
+  async close(): Promise<void> {
+    if (this.agent.destroyed) return;
+    await this.agent.destroy().catch(() => undefined);
+  }
+}
+
+async function readLimited(stream: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= READ_LIMIT) break;
+  }
+  return truncateChars(Buffer.concat(chunks).toString("utf8"), RESPONSE_BODY_LIMIT);
+}
+
+/** Cuts to `max` characters (code points, so a surrogate pair is never split). */
+export function truncateChars(s: string, max: number): string {
+  if (s.length <= max) return s;
+  return Array.from(s).slice(0, max).join("");
+}
+
+function describe(err: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut) return `timeout after ${timeoutMs} ms`;
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (err instanceof BlockedTargetError || e?.code === "EBLOCKEDTARGET") return e.message ?? "blocked target address";
+  if (e?.cause && (e.cause as { code?: string }).code === "EBLOCKEDTARGET") return e.cause.message ?? "blocked target address";
+  if (e?.name === "AbortError") return "aborted";
+  if (e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT" || e?.code === "UND_ERR_CONNECT_TIMEOUT") {
+    return `timeout after ${timeoutMs} ms`;
+  }
+  const code = e?.code ?? e?.cause?.code;
+  return `connection error${code ? ` ${code}` : ""}: ${(e?.message ?? "failed").slice(0, 200)}`;
+}

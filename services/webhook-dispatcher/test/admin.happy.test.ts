@@ -1,0 +1,103 @@
+import { expect } from "chai";
+import { CreatedWebhook, Webhook, WebhookDelivery, WebhookDeliveryList, WebhookList } from "@platform/contracts";
+import { eventually, newId, Receiver, startStack, type Stack } from "./helpers";
+
+describe("admin API: webhooks", () => {
+  let stack: Stack;
+  let receiver: Receiver;
+
+  before(async () => {
+    stack = await startStack("whd_admin");
+    receiver = await Receiver.start();
+  });
+  after(async () => {
+    await receiver.close();
+    await stack.stop();
+  });
+
+  it("creates a webhook with a whsec_ secret shown only in the creation answer", async () => {
+    const org = newId("organization");
+    const res = await stack.admin(org).post("", { url: receiver.url + "/h", events: ["message.sent", "optout.created"] }).expect(201);
+    CreatedWebhook.parse(res.body);
+    expect(Object.keys(res.body).sort()).to.deep.equal(["active", "createdAt", "events", "id", "secret", "url"]);
+    expect(res.body.id).to.match(/^wh_/);
+    expect(res.body.active).to.equal(true);
+    expect(res.body.secret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(res.body.secret.slice(6), "base64")).to.have.length(32);
+    const list = await stack.admin(org).get("").expect(200);
+    expect(list.body.items).to.have.length(1);
+    Webhook.parse(list.body.items[0]);
+    expect(list.body.items[0]).to.not.have.property("secret");
+    expect(JSON.stringify(list.body)).to.not.include(res.body.secret.slice(6));
+    expect(list.body.items[0]).to.include({ id: res.body.id, consecutiveFailures: 0, deactivatedAt: null, active: true });
+    expect(list.body).to.not.have.property("nextCursor");
+  });
+
+  it("lists in creation order with cursor pagination, scoped to the organization", async () => {
+    const org = newId("organization");
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await stack.admin(org).post("", { url: `${receiver.url}/p${i}`, events: ["message.read"] }).expect(201)).body.id);
+    await stack.admin(newId("organization")).post("", { url: receiver.url + "/x", events: ["message.read"] }).expect(201);
+    const first = await stack.admin(org).get("?limit=2").expect(200);
+    WebhookList.parse(first.body);
+    expect(first.body.items.map((w: { id: string }) => w.id)).to.deep.equal(ids.slice(0, 2));
+    const second = await stack.admin(org).get(`?limit=2&cursor=${encodeURIComponent(first.body.nextCursor)}`).expect(200);
+    expect(second.body.items.map((w: { id: string }) => w.id)).to.deep.equal(ids.slice(2, 4));
+    const third = await stack.admin(org).get(`?limit=2&cursor=${encodeURIComponent(second.body.nextCursor)}`).expect(200);
+    expect(third.body.items.map((w: { id: string }) => w.id)).to.deep.equal(ids.slice(4));
+    expect(third.body).to.not.have.property("nextCursor");
+  });
+
+  it("updates url, events and active; deactivation by hand stops deliveries, re-enabling resumes them", async () => {
+    const org = newId("organization");
+    const created = (await stack.admin(org).post("", { url: receiver.url + "/old", events: ["message.sent"] }).expect(201)).body;
+    const patched = await stack.admin(org).patch(`/${created.id}`, { url: receiver.url + "/new", events: ["message.failed"] }).expect(200);
+    Webhook.parse(patched.body);
+    expect(patched.body).to.include({ url: receiver.url + "/new", active: true });
+    expect(patched.body.events).to.deep.equal(["message.failed"]);
+    const failed = await stack.publish("message.failed", org);
+    await eventually(() => receiver.byEvent(failed).length === 1);
+    expect(receiver.byEvent(failed)[0].path).to.equal("/new");
+
+    const off = await stack.admin(org).patch(`/${created.id}`, { active: false }).expect(200);
+    expect(off.body.active).to.equal(false);
+    expect(off.body.deactivatedAt).to.be.a("string");
+    const ignored = await stack.publish("message.failed", org);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(receiver.byEvent(ignored)).to.have.length(0);
+    const on = await stack.admin(org).patch(`/${created.id}`, { active: true }).expect(200);
+    expect(on.body).to.include({ active: true, deactivatedAt: null, consecutiveFailures: 0 });
+    const again = await stack.publish("message.failed", org);
+    await eventually(() => receiver.byEvent(again).length === 1);
+  });
+
+  it("deletes a webhook: 204, then gone from the list and 404 on its routes", async () => {
+    const org = newId("organization");
+    const created = (await stack.admin(org).post("", { url: receiver.url + "/gone", events: ["message.sent"] }).expect(201)).body;
+    await stack.admin(org).del(`/${created.id}`).expect(204);
+    expect((await stack.admin(org).get("").expect(200)).body.items).to.have.length(0);
+    await stack.admin(org).del(`/${created.id}`).expect(404);
+    await stack.admin(org).post(`/${created.id}/test`).expect(404);
+    await stack.admin(org).get(`/${created.id}/deliveries`).expect(404);
+    const eventId = await stack.publish("message.sent", org);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.byEvent(eventId)).to.have.length(0);
+  });
+
+  it("pages the attempt log newest first", async () => {
+    const org = newId("organization");
+    const created = (await stack.admin(org).post("", { url: receiver.url + "/log", events: ["message.sent"] }).expect(201)).body;
+    for (let i = 0; i < 3; i++) await stack.admin(org).post(`/${created.id}/test`).expect(200);
+    const page1 = await stack.admin(org).get(`/${created.id}/deliveries?limit=2`).expect(200);
+    expect(page1.body.items).to.have.length(2);
+    WebhookDeliveryList.parse(page1.body);
+    page1.body.items.forEach((i: unknown) => WebhookDelivery.parse(i));
+    const page2 = await stack.admin(org).get(`/${created.id}/deliveries?limit=2&cursor=${encodeURIComponent(page1.body.nextCursor)}`).expect(200);
+    expect(page2.body.items).to.have.length(1);
+    expect(page2.body).to.not.have.property("nextCursor");
+    const all = [...page1.body.items, ...page2.body.items];
+    const times = all.map((i: { createdAt: string }) => i.createdAt);
+    expect([...times].sort().reverse()).to.deep.equal(times);
+    expect(new Set(all.map((i: { id: string }) => i.id)).size).to.equal(3);
+  });
+});

@@ -1,0 +1,180 @@
+import { expect } from "chai";
+import { verifySignature } from "@platform/webhook-verify";
+import { eventually, newId, Receiver, sleep, startStack, type Stack } from "./helpers";
+
+/** Retries, timeouts, the attempt log and deactivation (delays 150 ms, timeout 1 s in this suite). */
+describe("failed deliveries", () => {
+  let stack: Stack;
+  let receiver: Receiver;
+  const behaviour = new Map<string, (index: number) => { status?: number; body?: string; delayMs?: number; headers?: Record<string, string> }>();
+
+  before(async () => {
+    stack = await startStack("whd_fail");
+    receiver = await Receiver.start((r) => {
+      const path = r.path.split("?")[0];
+      const fn = behaviour.get(path);
+      const index = receiver.requests.filter((q) => q.path === r.path).length - 1;
+      return fn ? fn(index) : { status: 200 };
+    });
+  });
+  after(async () => {
+    await receiver.close();
+    await stack.stop();
+  });
+
+  async function subscribe(org: string, path: string, events = ["message.sent"]) {
+    const res = await stack.admin(org).post("", { url: receiver.url + path, events }).expect(201);
+    return res.body as { id: string; secret: string };
+  }
+  async function log(org: string, id: string) {
+    return (await stack.admin(org).get(`/${id}/deliveries?limit=100`).expect(200)).body.items as any[];
+  }
+  async function webhook(org: string, id: string) {
+    return ((await stack.admin(org).get("?limit=100").expect(200)).body.items as any[]).find((w) => w.id === id);
+  }
+
+  it("retries a failing endpoint 3 times (1 + 3 attempts), same data.id and same bytes, then stops", async () => {
+    const org = newId("organization");
+    behaviour.set("/always-500", () => ({ status: 500, body: "boom" }));
+    const hook = await subscribe(org, "/always-500");
+    const eventId = await stack.publish("message.sent", org);
+    await eventually(() => receiver.byEvent(eventId).length === 4, 10_000);
+    await sleep(700);
+    const reqs = receiver.byEvent(eventId);
+    expect(reqs).to.have.length(4);
+    expect(new Set(reqs.map((r) => r.raw.toString("base64"))).size).to.equal(1);
+    expect(new Set(reqs.map((r) => r.headers["x-service-delivery"])).size).to.equal(4);
+    for (const r of reqs) {
+      expect(r.body.data.id).to.equal(eventId);
+      expect(r.headers["webhook-id"]).to.equal(eventId);
+      expect(verifySignature(r.raw, r.headers["x-service-signature"], hook.secret)).to.equal(true);
+    }
+    const items = await eventually(async () => {
+      const l = await log(org, hook.id);
+      return l.length === 4 ? l : undefined;
+    });
+    expect(items.map((i) => i.attempt)).to.deep.equal([4, 3, 2, 1]);
+    expect(items.every((i) => i.responseStatus === 500 && i.responseBody === "boom" && i.eventId === eventId)).to.equal(true);
+    expect(items.map((i) => i.id)).to.deep.equal(reqs.map((r) => r.headers["x-service-delivery"]).reverse());
+    const w = await webhook(org, hook.id);
+    expect(w.consecutiveFailures).to.equal(4);
+    expect(w.active).to.equal(true);
+  });
+
+  it("a 2xx after failures ends the retries and resets the failure count", async () => {
+    const org = newId("organization");
+    behaviour.set("/flaky", (i) => (i < 2 ? { status: 503 } : { status: 204 }));
+    const hook = await subscribe(org, "/flaky");
+    const eventId = await stack.publish("message.sent", org);
+    await eventually(async () => (await log(org, hook.id)).length === 3);
+    await sleep(500);
+    expect(receiver.byEvent(eventId)).to.have.length(3);
+    expect((await log(org, hook.id)).map((i) => i.responseStatus)).to.deep.equal([204, 503, 503]);
+    expect((await webhook(org, hook.id)).consecutiveFailures).to.equal(0);
+  });
+
+  it("counts a timeout as a failed attempt and retries it", async () => {
+    const org = newId("organization");
+    behaviour.set("/slow", (i) => (i === 0 ? { status: 200, delayMs: 1_500 } : { status: 200 }));
+    const hook = await subscribe(org, "/slow");
+    const eventId = await stack.publish("message.sent", org);
+    const items = await eventually(async () => {
+      const l = await log(org, hook.id);
+      return l.length === 2 ? l : undefined;
+    }, 10_000);
+    expect(items[1]).to.include({ attempt: 1, responseStatus: null, eventId });
+    expect(items[1].error).to.match(/timeout/);
+    expect(items[1].durationMs).to.be.at.least(900);
+    expect(items[0]).to.include({ attempt: 2, responseStatus: 200, error: null });
+  });
+
+  it("does not follow redirects (a 3xx is a failure)", async () => {
+    const org = newId("organization");
+    behaviour.set("/moved", () => ({ status: 302, headers: { location: "/target" } }));
+    const hook = await subscribe(org, "/moved");
+    const eventId = await stack.publish("message.sent", org);
+    await eventually(async () => (await log(org, hook.id)).length >= 1);
+    expect((await log(org, hook.id)).at(-1)).to.include({ attempt: 1, responseStatus: 302 });
+    expect(receiver.requests.filter((r) => r.path === "/target")).to.have.length(0);
+    expect(receiver.byEvent(eventId)[0].path).to.equal("/moved");
+  });
+
+  it("keeps the first 1024 characters of a response body in the attempt log", async () => {
+    const org = newId("organization");
+    const long = "é" + "a".repeat(1500) + "END";
+    behaviour.set("/chatty", () => ({ status: 200, body: long }));
+    const hook = await subscribe(org, "/chatty");
+    await stack.publish("message.sent", org);
+    const items = await eventually(async () => {
+      const l = await log(org, hook.id);
+      return l.length === 1 ? l : undefined;
+    });
+    expect(items[0].responseBody).to.have.length(1024);
+    expect(items[0].responseBody).to.equal(long.slice(0, 1024));
+  });
+
+  it("deactivates after 10 consecutive failed attempts; nothing is sent until re-enabled, which resets the count", async () => {
+    const org = newId("organization");
+    let failing = true;
+    behaviour.set("/dead", () => (failing ? { status: 500 } : { status: 200 }));
+    const hook = await subscribe(org, "/dead");
+    const count = () => receiver.requests.filter((r) => r.path === "/dead").length;
+    // One event at a time, so the count is exact: 4 + 4 + 2 attempts.
+    for (let i = 0; i < 3; i++) {
+      const eventId = await stack.publish("message.sent", org);
+      await eventually(() => receiver.byEvent(eventId).length === (i < 2 ? 4 : 2), 10_000);
+      if (i < 2) await eventually(async () => (await webhook(org, hook.id)).consecutiveFailures === (i + 1) * 4);
+    }
+    const w = await eventually(async () => {
+      const x = await webhook(org, hook.id);
+      return x.active === false ? x : undefined;
+    });
+    expect(w.consecutiveFailures).to.equal(10);
+    expect(w.deactivatedAt).to.be.a("string");
+    await sleep(700);
+    expect(count()).to.equal(10);
+    const ignored = await stack.publish("message.sent", org);
+    await sleep(500);
+    expect(receiver.byEvent(ignored)).to.have.length(0);
+
+    failing = false;
+    const enabled = await stack.admin(org).patch(`/${hook.id}`, { active: true }).expect(200);
+    expect(enabled.body).to.include({ active: true, consecutiveFailures: 0, deactivatedAt: null });
+    const after = await stack.publish("message.sent", org);
+    await eventually(() => receiver.byEvent(after).length === 1);
+  });
+
+  it("send test on a failing endpoint: one attempt, not retried, not counted toward deactivation", async () => {
+    const org = newId("organization");
+    behaviour.set("/test-fail", () => ({ status: 500, body: "nope" }));
+    const hook = await subscribe(org, "/test-fail");
+    const res = await stack.admin(org).post(`/${hook.id}/test`).expect(200);
+    expect(res.body).to.include({ delivered: false, responseStatus: 500 });
+    await sleep(600);
+    expect(receiver.requests.filter((r) => r.path === "/test-fail")).to.have.length(1);
+    expect((await webhook(org, hook.id)).consecutiveFailures).to.equal(0);
+    const items = await log(org, hook.id);
+    expect(items).to.have.length(1);
+    expect(items[0]).to.include({ event: "webhook.test", attempt: 1, responseStatus: 500, responseBody: "nope" });
+  });
+
+  it("a hanging endpoint does not delay deliveries to another endpoint or organization", async () => {
+    const slowOrg = newId("organization");
+    const fastOrg = newId("organization");
+    behaviour.set("/hang", () => ({ status: 200, delayMs: 5_000 }));
+    await subscribe(slowOrg, "/hang");
+    await subscribe(fastOrg, "/fast");
+    // The hanging endpoint has more due deliveries than its in-flight bound.
+    for (let i = 0; i < 30; i++) await stack.publish("message.sent", slowOrg);
+    await eventually(() => receiver.requests.filter((r) => r.path === "/hang").length >= 1);
+    const fast: string[] = [];
+    for (let i = 0; i < 20; i++) fast.push(await stack.publish("message.sent", fastOrg));
+    await eventually(() => fast.every((id) => receiver.byEvent(id).length === 1), 3_000);
+    // Behind the slow endpoint's 30 jobs (8 at a time, 1 s timeout each) the fast ones would need
+    // about 4 s; they all arrived within 3 s. Before its first attempts could time out, the slow
+    // endpoint had received only its own 8 concurrent attempts.
+    const hangs = receiver.requests.filter((r) => r.path === "/hang");
+    const firstHang = Math.min(...hangs.map((r) => r.at));
+    expect(hangs.filter((r) => r.at < firstHang + 900).length).to.be.within(1, 8);
+  });
+});
