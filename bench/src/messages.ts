@@ -6,11 +6,11 @@
  * Target (issue): at least 1,000 messages per second with p99 under 50 ms on
  * this 2-core machine, every service under 200 MB resident.
  *
- * The messaging service is called directly (as the gateway calls it), so the
- * figures are the service's own; the gateway's proxy cost is measured by the
- * gateway bench. Statuses are not posted back (no webhook URL), so the load is
- * the send path alone; 2,000 recipients each have an open service window,
- * spread over two channels of 1,000 messages per second.
+ * Requests go through the gateway (API key, rate limit, proxy) to messaging,
+ * which asks contacts over the bus and calls the simulator. Statuses are not
+ * posted back (no webhook URL), so the load is the send path alone; 2,000
+ * recipients each have an open service window, spread over two channels of
+ * 1,000 messages per second.
  */
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -18,9 +18,9 @@ import type autocannon from "autocannon";
 import { Client } from "pg";
 import { Bus } from "@platform/bus";
 import { SUBJECTS } from "@platform/contracts";
-import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
 import { startSimulator } from "@platform/provider-simulator";
+import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
 import { load, rssMb, startChild, stopChild } from "./lib";
 
@@ -50,18 +50,40 @@ export async function run(): Promise<string> {
     { ...baseEnv, LOG_LEVEL: "info", PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "bench-token" },
     /listening/,
   );
+  const gatewayPort = await freePort();
+  const adminToken = "bench-admin-token-0123456789";
+  const gateway = await startChild(
+    path.join(root, "services/gateway/dist/index.js"),
+    [],
+    {
+      ...baseEnv,
+      LOG_LEVEL: "info",
+      PORT: String(gatewayPort),
+      ADMIN_TOKEN: adminToken,
+      MESSAGING_URL: `http://127.0.0.1:${messaging.port}`,
+      CONTACTS_URL: `http://127.0.0.1:${contacts.port}`,
+    },
+    /gateway listening/,
+  );
   const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-messages", log: createLogger("bench", "silent") });
   const db = new Client({ connectionString: env.databaseUrl });
   await db.connect();
   try {
-    const url = `http://127.0.0.1:${messaging.port}`;
-    const org = newId("organization");
-    const headers = { "x-internal-token": env.internalToken, "x-organization-id": org, "content-type": "application/json" };
+    const url = `http://127.0.0.1:${gatewayPort}`;
+    const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const orgRes = await fetch(`${url}/admin/v1/organizations`, {
+      method: "POST",
+      headers: admin,
+      body: JSON.stringify({ name: "bench", rateLimit: { perSecond: 1_000_000, burst: 1_000_000 } }),
+    });
+    const org = ((await orgRes.json()) as { id: string }).id;
+    const keyRes = await fetch(`${url}/admin/v1/organizations/${org}/api-keys`, { method: "POST", headers: admin, body: JSON.stringify({ name: "bench" }) });
+    const headers = { authorization: `Bearer ${((await keyRes.json()) as { key: string }).key}`, "content-type": "application/json" };
     const channels: Array<{ id: string; providerPhoneNumberId: string }> = [];
     for (let i = 0; i < CHANNELS; i++) {
       const res = await fetch(`${url}/admin/v1/organizations/${org}/channels`, {
         method: "POST",
-        headers,
+        headers: admin,
         body: JSON.stringify({ name: `bench ${i}`, phoneNumber: `+1415555${String(1000 + i)}`, providerPhoneNumberId: `bench-pn-${env.namespace}-${i}`, messagesPerSecond: 1000 }),
       });
       if (res.status !== 201) throw new Error(`channel create: ${res.status} ${await res.text()}`);
@@ -106,7 +128,9 @@ export async function run(): Promise<string> {
     await load({ url, connections: CONNECTIONS, duration: 3, requests: [request] });
     let peakMessaging = 0;
     let peakContacts = 0;
+    let peakGateway = 0;
     const sampler = setInterval(() => {
+      void rssMb(gateway.child.pid).then((v) => (peakGateway = Math.max(peakGateway, v || 0)));
       void rssMb(messaging.child.pid).then((v) => (peakMessaging = Math.max(peakMessaging, v || 0)));
       void rssMb(contacts.child.pid).then((v) => (peakContacts = Math.max(peakContacts, v || 0)));
     }, 500);
@@ -119,9 +143,9 @@ export async function run(): Promise<string> {
     );
 
     const statusCounts = rows.map((r: { status: string; n: number }) => `${r.status}: ${r.n}`).join(", ");
-    const pass = result.rps >= 1000 && result.p99 < 50 && peakMessaging < 200 && peakContacts < 200;
+    const pass = result.rps >= 1000 && result.p99 < 50 && peakMessaging < 200 && peakContacts < 200 && peakGateway < 200;
     return [
-      `Sustained \`POST /api/v1/messages\` (messaging called directly with the gateway's internal headers), ${CONNECTIONS} connections, ${DURATION_S} s after a 3 s warm-up;`,
+      `Sustained \`POST /api/v1/messages\` through the gateway (API key, rate limit, proxy), ${CONNECTIONS} connections, ${DURATION_S} s after a 3 s warm-up;`,
       `${RECIPIENTS} recipients with open service windows over ${CHANNELS} channels of 1,000 msg/s; provider = simulator (no status callbacks).`,
       "",
       "| figure | value | target |",
@@ -132,12 +156,14 @@ export async function run(): Promise<string> {
       `| non-2xx / errors | ${result.non2xx} / ${result.errors} of ${result.total} | 0 |`,
       `| messaging RSS (peak) | ${peakMessaging} MB | < 200 MB |`,
       `| contacts RSS (peak) | ${peakContacts} MB | < 200 MB |`,
+      `| gateway RSS (peak) | ${peakGateway} MB | < 200 MB |`,
       "",
       `Outbound messages by status after the run: ${statusCounts}. ${pass ? "Targets met." : "Targets NOT all met on this run."}`,
     ].join("\n");
   } finally {
     await db.end();
     await bus.close();
+    await stopChild(gateway.child);
     await stopChild(messaging.child);
     await stopChild(contacts.child);
     await sim.close();
