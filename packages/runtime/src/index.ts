@@ -68,3 +68,58 @@ export class Lifecycle {
     clearTimeout(timer);
   }
 }
+
+interface Pending<In, Out> {
+  item: In;
+  resolve(value: Out): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Coalesces concurrent calls into batches, per key. The first call of a key
+ * runs at once; calls arriving while that batch is in flight wait and go
+ * together in the next one (at most `maxBatch`). A quiet path pays nothing;
+ * a busy one pays one round trip per batch instead of one per call. Every
+ * batch starts after its callers arrived, so it sees what they saw committed.
+ * `run` answers one result per item, in order.
+ */
+export class Batcher<In, Out> {
+  private readonly queues = new Map<string, { waiting: Array<Pending<In, Out>>; running: boolean }>();
+  /** Batches run so far (for tests and metrics). */
+  batches = 0;
+
+  constructor(
+    private readonly run: (key: string, items: In[]) => Promise<Out[]>,
+    private readonly maxBatch = 500,
+  ) {}
+
+  submit(key: string, item: In): Promise<Out> {
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = { waiting: [], running: false };
+      this.queues.set(key, queue);
+    }
+    const result = new Promise<Out>((resolve, reject) => queue!.waiting.push({ item, resolve, reject }));
+    if (!queue.running) void this.drain(key, queue);
+    return result;
+  }
+
+  private async drain(key: string, queue: { waiting: Array<Pending<In, Out>>; running: boolean }): Promise<void> {
+    queue.running = true;
+    try {
+      while (queue.waiting.length > 0) {
+        const batch = queue.waiting.splice(0, this.maxBatch);
+        this.batches++;
+        try {
+          const results = await this.run(key, batch.map((p) => p.item));
+          batch.forEach((p, i) => p.resolve(results[i]));
+        } catch (err) {
+          for (const p of batch) p.reject(err);
+        }
+      }
+    } finally {
+      queue.running = false;
+      if (queue.waiting.length === 0) this.queues.delete(key);
+    }
+  }
+}

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { createLogger } from "@platform/logging";
-import { Lifecycle, waitFor } from "../src";
+import { Batcher, Lifecycle, waitFor } from "../src";
 
 const log = createLogger("runtime-test", "silent");
 
@@ -34,5 +34,32 @@ describe("runtime", () => {
     });
     await life.stop();
     expect(order).to.deep.equal(["http", "db"]);
+  });
+});
+
+describe("Batcher", () => {
+  it("runs a lone call at once and coalesces the calls that arrive while a batch is in flight", async () => {
+    const seen: number[][] = [];
+    const batcher = new Batcher<number, number>(async (_key, items) => {
+      seen.push(items);
+      await new Promise((r) => setTimeout(r, 20));
+      return items.map((n) => n * 2);
+    });
+    const results = await Promise.all([1, 2, 3, 4].map((n) => batcher.submit("k", n)));
+    expect(results).to.deep.equal([2, 4, 6, 8]);
+    expect(seen).to.deep.equal([[1], [2, 3, 4]]);
+    expect(await batcher.submit("other", 5)).to.equal(10);
+  });
+
+  it("rejects every call of a failed batch, and keeps working", async () => {
+    let fail = true;
+    const batcher = new Batcher<number, number>(async (_key, items) => {
+      if (fail) throw new Error("down");
+      return items;
+    });
+    const outcomes = await Promise.allSettled([batcher.submit("k", 1), batcher.submit("k", 2)]);
+    expect(outcomes.every((o) => o.status === "rejected")).to.equal(true);
+    fail = false;
+    expect(await batcher.submit("k", 3)).to.equal(3);
   });
 });

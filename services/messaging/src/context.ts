@@ -4,6 +4,9 @@ import type { Logger } from "@platform/logging";
 import type { ProviderClient } from "@platform/provider-client";
 import type { ServiceDeps, ServiceEnv } from "@platform/service";
 import type { envShape } from "./env";
+import type { Batcher } from "@platform/runtime";
+import type { OptOutChecker } from "./use-cases/contacts";
+import type { SentMark } from "./use-cases/deliver";
 import type { ChannelPacer } from "./use-cases/pacing";
 
 export type MessagingEnv = ServiceEnv<typeof envShape>;
@@ -18,6 +21,8 @@ export interface MessagingContext {
   provider: ProviderClient;
   contactIds: ContactIdCache;
   pacer: ChannelPacer;
+  optOuts: OptOutChecker;
+  sentMarks: Batcher<SentMark, boolean>;
 }
 
 /**

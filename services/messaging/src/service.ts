@@ -9,6 +9,8 @@ import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { envShape } from "./env";
 import { buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
+import { OptOutChecker } from "./use-cases/contacts";
+import { createSentMarks } from "./use-cases/deliver";
 import { ChannelPacer } from "./use-cases/pacing";
 
 /** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
@@ -21,7 +23,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), pacer: new ChannelPacer(deps.db) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), sentMarks: createSentMarks(deps.db) };
     contexts.set(deps, ctx);
   }
   return ctx;

@@ -1,4 +1,4 @@
-import { sleep } from "@platform/runtime";
+import { Batcher, sleep } from "@platform/runtime";
 import { run, SCHEMA, type Queryable } from "../db/repositories/queryable";
 
 /** How long a `130429` answer halves the channel's rate. */
@@ -52,63 +52,37 @@ export async function slowDownChannel(q: Queryable, channelId: string): Promise<
   );
 }
 
-/** Most slots one round trip reserves; more waiters go in the next round trip. */
-const BATCH_MAX = 200;
-
-interface Waiter {
-  resolve(waitMs: number): void;
-  reject(err: unknown): void;
-}
-
 /**
  * The request path's pacer: the same GCRA row, with the reservations of
- * concurrent sends on one channel coalesced. While one round trip is in
- * flight, new requests queue; the next round trip reserves exactly as many
- * consecutive slots as are waiting and hands them out in order. A quiet
+ * concurrent sends on one channel coalesced (`Batcher`). While one round trip
+ * is in flight, new requests queue; the next round trip reserves exactly as
+ * many consecutive slots as are waiting and hands them out in order. A quiet
  * channel costs one round trip per send with no wait; a busy one, one round
  * trip per batch. Slots are never reserved ahead of demand, so none are
  * wasted, and replicas together never exceed the rate.
  */
 export class ChannelPacer {
-  private readonly queues = new Map<string, { waiters: Waiter[]; running: boolean }>();
-  /** Round trips made (for tests and metrics). */
-  roundTrips = 0;
+  private readonly batcher: Batcher<null, number>;
 
-  constructor(private readonly q: Queryable) {}
+  constructor(q: Queryable) {
+    this.batcher = new Batcher(async (channelId, items) => {
+      const before = Date.now();
+      const r = await reservePacingSlots(q, channelId, items.length);
+      const elapsed = Date.now() - before;
+      return items.map((_, i) => (r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0));
+    }, 200);
+  }
+
+  /** Round trips made (for tests and metrics). */
+  get roundTrips(): number {
+    return this.batcher.batches;
+  }
 
   /** Reserves one slot; resolves with how long to wait for it (ms). */
   reserve(channelId: string, _messagesPerSecond?: number): Promise<number> {
-    let queue = this.queues.get(channelId);
-    if (!queue) {
-      queue = { waiters: [], running: false };
-      this.queues.set(channelId, queue);
-    }
-    const promise = new Promise<number>((resolve, reject) => queue!.waiters.push({ resolve, reject }));
-    if (!queue.running) void this.drain(channelId, queue);
-    return promise;
+    return this.batcher.submit(channelId, null);
   }
 
   /** Kept for callers after a 130429: the slowed rate applies from the next round trip on. */
   forget(_channelId: string): void {}
-
-  private async drain(channelId: string, queue: { waiters: Waiter[]; running: boolean }): Promise<void> {
-    queue.running = true;
-    try {
-      while (queue.waiters.length > 0) {
-        const batch = queue.waiters.splice(0, BATCH_MAX);
-        const before = Date.now();
-        try {
-          this.roundTrips++;
-          const r = await reservePacingSlots(this.q, channelId, batch.length);
-          const elapsed = Date.now() - before;
-          batch.forEach((w, i) => w.resolve(r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0));
-        } catch (err) {
-          for (const w of batch) w.reject(err);
-        }
-      }
-    } finally {
-      queue.running = false;
-      if (queue.waiters.length === 0) this.queues.delete(channelId);
-    }
-  }
 }

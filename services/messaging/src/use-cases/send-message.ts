@@ -4,7 +4,7 @@ import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { channelsRepository } from "../db/repositories/channels.repository";
 import { messagesRepository } from "../db/repositories/messages.repository";
-import { isOptedOut, resolveContact } from "./contacts";
+import { resolveContact } from "./contacts";
 import { attemptSend, leaseMs } from "./deliver";
 import { conversationEvent } from "./events";
 
@@ -29,7 +29,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   if (!channel) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
   if (!channel.connected) throw new ApiError("PROVIDER_NOT_CONNECTED", "The channel's provider connection is off");
 
-  if (await isOptedOut(ctx.bus, organizationId, channel.id, phone)) throw new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
+  if (await ctx.optOuts.isOptedOut(organizationId, channel.id, phone)) throw new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
 
   if (!channel.last_inbound_at || Date.now() - channel.last_inbound_at.getTime() > SERVICE_WINDOW_MS) {
     throw new ApiError(

@@ -80,18 +80,40 @@ export const messagesRepository = {
     return { message: message as MessageRow, opened: Boolean(opened) };
   },
 
-  /** Attempt `attempt` was accepted: `sent` and its event, in one statement. False when the attempt no longer owns the message. */
-  async markSentWithEvent(q: Queryable, id: string, attempt: number, providerMessageId: string, event: OutboxMessage): Promise<boolean> {
-    const rows = await run(
+  /**
+   * Attempts accepted by the provider: each message `sent` with its event, in
+   * one statement for the whole batch. Answers the ids that were updated; a
+   * message whose attempt no longer owns it (settled by a status callback or
+   * another sender) is left alone and gets no event.
+   */
+  async markSentWithEvents(
+    q: Queryable,
+    items: Array<{ id: string; attempt: number; providerMessageId: string; event: OutboxMessage }>,
+  ): Promise<Set<string>> {
+    const rows = await run<{ id: string }>(
       q,
-      `WITH m AS (
-         UPDATE ${SCHEMA}.messages SET status = 'sent', provider_message_id = $3, lease_until = NULL, next_attempt_at = NULL,
-           error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
-         WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING id)
-       INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload) SELECT $4, $5, $6 FROM m RETURNING 1`,
-      [id, attempt, providerMessageId, event.msgId, event.subject, JSON.stringify(event.payload)],
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])
+           AS i(id, attempt, provider_message_id, msg_id, subject, payload)
+       ), m AS (
+         UPDATE ${SCHEMA}.messages x SET status = 'sent', provider_message_id = i.provider_message_id, lease_until = NULL,
+           next_attempt_at = NULL, error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
+         FROM input i WHERE x.id = i.id AND x.status = 'pending' AND x.attempts = i.attempt RETURNING x.id
+       ), o AS (
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+         SELECT i.msg_id, i.subject, i.payload FROM input i JOIN m ON m.id = i.id RETURNING 1
+       )
+       SELECT id FROM m`,
+      [
+        items.map((i) => i.id),
+        items.map((i) => i.attempt),
+        items.map((i) => i.providerMessageId),
+        items.map((i) => i.event.msgId),
+        items.map((i) => i.event.subject),
+        items.map((i) => JSON.stringify(i.event.payload)),
+      ],
     );
-    return rows.length > 0;
+    return new Set(rows.map((r) => r.id));
   },
 
   /**
