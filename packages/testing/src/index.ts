@@ -24,14 +24,15 @@ export interface TestEnvironment {
 
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-async function createDatabase(databaseUrl: string): Promise<void> {
+/** Runs one statement about the database of `databaseUrl`, connected to the server's `postgres` database. */
+async function onServer(databaseUrl: string, sql: (quotedName: string) => string): Promise<void> {
   const name = new URL(databaseUrl).pathname.slice(1);
   const admin = new URL(databaseUrl);
   admin.pathname = "/postgres";
   const client = new Client({ connectionString: admin.toString() });
   await client.connect();
   try {
-    await client.query(`CREATE DATABASE ${quoteIdent(name)}`);
+    await client.query(sql(quoteIdent(name)));
   } finally {
     await client.end();
   }
@@ -43,7 +44,7 @@ export async function createTestEnvironment(label = "t"): Promise<TestEnvironmen
   const url = new URL(TEST_DATABASE_BASE);
   url.pathname = `/${label}_${suffix}`;
   const databaseUrl = url.toString();
-  await createDatabase(databaseUrl);
+  await onServer(databaseUrl, (db) => `CREATE DATABASE ${db}`);
   const namespace = `${label}_${suffix}`.toLowerCase();
   const internalToken = `test-internal-${randomSuffix(12)}`;
   return {
@@ -68,16 +69,7 @@ export async function createTestEnvironment(label = "t"): Promise<TestEnvironmen
 }
 
 export async function dropDatabase(databaseUrl: string): Promise<void> {
-  const name = new URL(databaseUrl).pathname.slice(1);
-  const admin = new URL(databaseUrl);
-  admin.pathname = "/postgres";
-  const client = new Client({ connectionString: admin.toString() });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
+  await onServer(databaseUrl, (db) => `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
 }
 
 /** Deletes every stream of a namespace. */
