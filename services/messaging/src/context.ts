@@ -7,6 +7,7 @@ import type { envShape } from "./env";
 import type { Batcher } from "@platform/runtime";
 import type { OptOutChecker } from "./use-cases/contacts";
 import type { SentMark } from "./use-cases/deliver";
+import type { MessageRow, OutboundInput } from "./db/repositories/messages.repository";
 import type { ChannelPacer } from "./use-cases/pacing";
 
 export type MessagingEnv = ServiceEnv<typeof envShape>;
@@ -23,6 +24,8 @@ export interface MessagingContext {
   pacer: ChannelPacer;
   optOuts: OptOutChecker;
   sentMarks: Batcher<SentMark, boolean>;
+  /** Concurrent sends stored together: one statement and one commit per batch. */
+  outboundStores: Batcher<OutboundInput, MessageRow>;
 }
 
 /**

@@ -11,6 +11,9 @@ import { buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
 import { OptOutChecker } from "./use-cases/contacts";
 import { createSentMarks } from "./use-cases/deliver";
+import { Batcher } from "@platform/runtime";
+import { messagesRepository } from "./db/repositories/messages.repository";
+import { conversationEvent } from "./use-cases/events";
 import { ChannelPacer } from "./use-cases/pacing";
 
 /** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
@@ -23,7 +26,9 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), sentMarks: createSentMarks(deps.db) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), sentMarks: createSentMarks(deps.db),
+      outboundStores: new Batcher((_key, inputs) => messagesRepository.storeOutboundMany(deps.db, inputs, (c) => conversationEvent(c, "conversation.opened")), 200),
+    };
     contexts.set(deps, ctx);
   }
   return ctx;

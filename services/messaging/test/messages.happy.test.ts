@@ -110,6 +110,28 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(opened.length).to.be.at.most(1);
   });
 
+  it("stores concurrent sends together: one conversation per contact, every message once", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phones = [uniquePhone(), uniquePhone(), uniquePhone()];
+    for (const p of phones) await receiveInbound(h, channel, p);
+    // 24 sends at once, 8 to each number: they share batches, with repeats of one contact in the same batch.
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => api(h, org).post("/api/v1/messages").send({ to: phones[i % 3], text: `burst ${i}` })),
+    );
+    for (const a of answers) expect(a.status).to.equal(200);
+    expect(new Set(answers.map((a) => a.body.id)).size).to.equal(24);
+    for (const p of phones) {
+      const mine = answers.filter((_, i) => phones[i % 3] === p);
+      expect(new Set(mine.map((a) => a.body.conversationId)).size, p).to.equal(1);
+      expect(new Set(mine.map((a) => a.body.contactId)).size, p).to.equal(1);
+    }
+    for (const a of answers) {
+      await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === a.body.id).length === 1);
+      expect(providerRequestsFor(h, a.body.id).filter((r) => r.responseStatus === 200)).to.have.length(1);
+    }
+  });
+
   it("uses the default channel when none is given, and an explicit one when given", async () => {
     const org = newOrg();
     const first = await createChannel(h, org, { name: "first" });

@@ -3,10 +3,8 @@ import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { channelsRepository } from "../db/repositories/channels.repository";
-import { messagesRepository } from "../db/repositories/messages.repository";
 import { resolveContact } from "./contacts";
 import { attemptSend, leaseMs } from "./deliver";
-import { conversationEvent } from "./events";
 
 /** The 24-hour customer service window. */
 export const SERVICE_WINDOW_MS = 24 * 3_600_000;
@@ -48,11 +46,15 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     ctx.contactIds.set(organizationId, phone, contactId);
   }
 
-  const { message: stored } = await messagesRepository.storeOutbound(
-    ctx.db,
-    { id: newId("message"), organizationId, channelId: channel.id, contactId, phone, text: input.text, leaseMs: leaseMs(ctx.env.PROVIDER_TIMEOUT_MS) },
-    (conversation) => conversationEvent(conversation, "conversation.opened"),
-  );
+  const stored = await ctx.outboundStores.submit("store", {
+    id: newId("message"),
+    organizationId,
+    channelId: channel.id,
+    contactId,
+    phone,
+    text: input.text,
+    leaseMs: leaseMs(ctx.env.PROVIDER_TIMEOUT_MS),
+  });
 
   const base = { id: stored.id, conversationId: stored.conversation_id, contactId };
   let outcome;

@@ -4,6 +4,9 @@ import { run, SCHEMA, type Queryable } from "./queryable";
 import type { ConversationRow } from "./conversations.repository";
 import type { MessageStatus } from "../entities/message.entity";
 
+/** An outbound text to store as `pending`, leased to its sender for `leaseMs`. */
+export type OutboundInput = { id: string; organizationId: string; channelId: string; contactId: string; phone: string; text: string; leaseMs: number };
+
 export interface MessageRow {
   id: string;
   organization_id: string;
@@ -46,38 +49,78 @@ export interface InboundInsert {
 
 export const messagesRepository = {
   /**
-   * The request path's store, in ONE statement (so one round trip and atomic
-   * without BEGIN/COMMIT): open or touch the conversation, insert the message
-   * as `pending` leased to the caller for attempt 1, and write the
-   * `conversation.opened` event to the outbox when the conversation is new.
-   * `openedEvent` is built by the caller for the conversation id it proposes.
+   * Stores outbound texts as `pending`, each leased to its sender for its first
+   * provider call, with their conversations (opened when none is open, with
+   * `conversation.opened`), in one statement (one commit) for many sends. A
+   * (channel, contact) pair may appear once per statement (an upsert cannot
+   * touch one conversation twice), so repeats go to a following statement.
+   * Answers one stored message per input, in order.
    */
-  async storeOutbound(
+  async storeOutboundMany(
     q: Queryable,
-    m: { id: string; organizationId: string; channelId: string; contactId: string; phone: string; text: string; leaseMs: number },
+    inputs: OutboundInput[],
     openedEvent: (conversation: Pick<ConversationRow, "id" | "organization_id" | "channel_id" | "contact_id" | "phone">) => OutboxMessage,
-  ): Promise<{ message: MessageRow; opened: boolean }> {
-    const conversationId = newId("conversation");
-    const event = openedEvent({ id: conversationId, organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone });
-    const rows = await run(
-      q,
-      `WITH conv AS (
-         INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, 'open', clock_timestamp(), clock_timestamp(), date_trunc('milliseconds', clock_timestamp()), clock_timestamp())
-         ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
-         DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
-         RETURNING id, (xmax = 0) AS opened),
-       msg AS (
-         INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, status, attempts, lease_until)
-         SELECT $6, $2, $3, conv.id, $4, $5, 'outbound', 'text', $7, 'pending', 1, clock_timestamp() + $8 * interval '1 millisecond' FROM conv
-         RETURNING *),
-       evt AS (
-         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload) SELECT $9, $10, $11 FROM conv WHERE conv.opened RETURNING 1)
-       SELECT msg.*, conv.opened FROM msg, conv`,
-      [conversationId, m.organizationId, m.channelId, m.contactId, m.phone, m.id, m.text, m.leaseMs, event.msgId, event.subject, JSON.stringify(event.payload)],
-    );
-    const { opened, ...message } = rows[0];
-    return { message: message as MessageRow, opened: Boolean(opened) };
+  ): Promise<MessageRow[]> {
+    const rounds: Array<typeof inputs> = [];
+    const roundOf = new Map<string, number>();
+    for (const m of inputs) {
+      const pair = `${m.channelId}|${m.contactId}`;
+      const round = (roundOf.get(pair) ?? -1) + 1;
+      roundOf.set(pair, round);
+      (rounds[round] ??= []).push(m);
+    }
+    const stored = new Map<string, MessageRow>();
+    for (const round of rounds) {
+      const conversationIds = round.map(() => newId("conversation"));
+      const events = round.map((m, k) =>
+        openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
+      );
+      const rows = await run<MessageRow>(
+        q,
+        `WITH input AS (
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
+             AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
+         ), conv AS (
+           INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
+           SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
+                  date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+           FROM input
+           ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
+           DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+           RETURNING id, channel_id, contact_id, (xmax = 0) AS opened
+         ), msg AS (
+           INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, status, attempts, lease_until)
+           SELECT i.id, i.organization_id, i.channel_id, conv.id, i.contact_id, i.phone, 'outbound', 'text', i.text, 'pending', 1,
+                  clock_timestamp() + i.lease_ms * interval '1 millisecond'
+           FROM input i JOIN conv ON conv.channel_id = i.channel_id AND conv.contact_id = i.contact_id
+           RETURNING *
+         ), evt AS (
+           INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+           SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
+           RETURNING 1
+         )
+         SELECT * FROM msg`,
+        [
+          conversationIds,
+          round.map((m) => m.organizationId),
+          round.map((m) => m.channelId),
+          round.map((m) => m.contactId),
+          round.map((m) => m.phone),
+          round.map((m) => m.id),
+          round.map((m) => m.text),
+          round.map((m) => m.leaseMs),
+          events.map((e) => e.msgId),
+          events.map((e) => e.subject),
+          events.map((e) => JSON.stringify(e.payload)),
+        ],
+      );
+      for (const row of rows) stored.set(row.id, row);
+    }
+    return inputs.map((m) => {
+      const row = stored.get(m.id);
+      if (!row) throw new Error(`outbound message ${m.id} was not stored`);
+      return row;
+    });
   },
 
   /**
