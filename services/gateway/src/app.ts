@@ -85,15 +85,16 @@ export function createGateway(deps: GatewayDeps): Gateway {
   registerProviderWebhooks(publicRouter, { bus, appSecret: env.PROVIDER_APP_SECRET, verifyToken: env.PROVIDER_VERIFY_TOKEN, log });
   app.use(publicRouter);
 
+  // One proxy (one keep-alive pool) per service, shared by its admin and API routes.
   const proxyOpts = { internalToken: env.INTERNAL_TOKEN, timeoutMs: env.UPSTREAM_TIMEOUT_MS, log };
+  const proxies = new Map(ROUTES.map((r) => [r.name, proxyTo(env[r.service] as string | undefined, { ...proxyOpts, service: r.name })]));
 
   // --- /admin/v1 --------------------------------------------------------
   app.use("/admin/v1", adminAuth(env.ADMIN_TOKEN));
   const admin = express.Router();
   for (const route of ROUTES) {
-    const proxy = proxyTo(env[route.service] as string | undefined, { ...proxyOpts, service: route.name });
     for (const resource of route.admin) {
-      admin.use(`/admin/v1/organizations/:orgId/${resource}`, withOrganization(organizations), proxy);
+      admin.use(`/admin/v1/organizations/:orgId/${resource}`, withOrganization(organizations), proxies.get(route.name)!);
     }
   }
   admin.use("/admin/v1", jsonBody("1mb"));
@@ -106,8 +107,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const api = express.Router();
   registerPing(api);
   for (const route of ROUTES) {
-    const proxy = proxyTo(env[route.service] as string | undefined, { ...proxyOpts, service: route.name });
-    for (const prefix of route.api) api.use(`/api/v1${prefix}`, planGuard, proxy);
+    for (const prefix of route.api) api.use(`/api/v1${prefix}`, planGuard, proxies.get(route.name)!);
   }
   app.use(api);
 

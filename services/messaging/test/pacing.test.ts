@@ -37,7 +37,7 @@ describe("per-channel pacing (GCRA in Postgres)", () => {
     const slots = (
       await Promise.all(
         replicas.map((pacer) =>
-          Promise.all(Array.from({ length: 150 }, async () => Date.now() + (await pacer.reserve(channel.id, 1000)))),
+          Promise.all(Array.from({ length: 150 }, async () => Date.now() + (await pacer.reserve(channel.id)))),
         ),
       )
     ).flat();

@@ -66,7 +66,7 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
-  const waitMs = await ctx.pacer.reserve(channel.id, channel.messages_per_second);
+  const waitMs = await ctx.pacer.reserve(channel.id);
   if (waitMs > MAX_PACING_WAIT_MS) {
     return recordTransient(ctx, message, attempt, { code: "paced", title: "Waiting for the channel's throughput budget" }, opts, waitMs);
   }
@@ -95,8 +95,8 @@ export async function attemptSend(
     });
   }
   if (result.code === THROUGHPUT_ERROR_CODE) {
+    // The halved rate applies from the pacer's next round trip on.
     await slowDownChannel(ctx.db, channel.id);
-    ctx.pacer.forget(channel.id);
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);

@@ -79,10 +79,7 @@ export class ChannelPacer {
   }
 
   /** Reserves one slot; resolves with how long to wait for it (ms). */
-  reserve(channelId: string, _messagesPerSecond?: number): Promise<number> {
+  reserve(channelId: string): Promise<number> {
     return this.batcher.submit(channelId, null);
   }
-
-  /** Kept for callers after a 130429: the slowed rate applies from the next round trip on. */
-  forget(_channelId: string): void {}
 }
