@@ -22,7 +22,7 @@ import { createLogger } from "@platform/logging";
 import { startSimulator } from "@platform/provider-simulator";
 import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
-import { load, rssMb, startChild, stopChild } from "./lib";
+import { cpuReport, cpuSeconds, load, rssMb, startChild, stopChild } from "./lib";
 
 const RECIPIENTS = 2_000;
 const CHANNELS = 2;
@@ -134,7 +134,10 @@ export async function run(): Promise<string> {
       void rssMb(messaging.child.pid).then((v) => (peakMessaging = Math.max(peakMessaging, v || 0)));
       void rssMb(contacts.child.pid).then((v) => (peakContacts = Math.max(peakContacts, v || 0)));
     }, 500);
+    const pids = { gateway: gateway.child.pid, messaging: messaging.child.pid, contacts: contacts.child.pid, "load+simulator": process.pid };
+    const cpuBefore = await cpuSeconds(pids);
     const result = await load({ url, connections: CONNECTIONS, duration: DURATION_S, requests: [request] });
+    const cpuAfter = await cpuSeconds(pids);
     clearInterval(sampler);
     // Requests in flight when the load stopped still finish; count once they have.
     await new Promise((r) => setTimeout(r, 3_000));
@@ -159,6 +162,8 @@ export async function run(): Promise<string> {
       `| gateway RSS (peak) | ${peakGateway} MB | < 200 MB |`,
       "",
       `Outbound messages by status after the run: ${statusCounts}. ${pass ? "Targets met." : "Targets NOT all met on this run."}`,
+      "",
+      cpuReport(cpuBefore, cpuAfter, DURATION_S, result.total),
     ].join("\n");
   } finally {
     await db.end();

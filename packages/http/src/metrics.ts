@@ -31,6 +31,12 @@ export function createMetrics(service: string) {
     res.send(await registry.metrics());
   });
 
-  return { registry, middleware, router, client };
+  /** The same histogram for handlers outside express (the gateway's /api/v1 front): call when the request starts. */
+  const track = (method: string, res: { statusCode: number; on(event: "finish", cb: () => void): unknown }, route: () => string) => {
+    const end = httpDuration.startTimer();
+    res.on("finish", () => end({ method, route: route(), status: String(res.statusCode) }));
+  };
+
+  return { registry, middleware, router, client, track };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

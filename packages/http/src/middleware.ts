@@ -15,11 +15,15 @@ export const INTERNAL_HEADERS = {
 
 const REQUEST_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
 
+/** The caller's `X-Request-Id` when it is sane, else a new one. */
+export function requestIdFor(given: string | string[] | undefined): string {
+  return typeof given === "string" && REQUEST_ID.test(given) ? given : newId("request");
+}
+
 /** Takes the caller's `X-Request-Id` when it is sane, else makes one; echoes it on the answer. */
 export function requestId(): RequestHandler {
   return (req, res, next) => {
-    const given = req.header(INTERNAL_HEADERS.requestId);
-    const id = given && REQUEST_ID.test(given) ? given : newId("request");
+    const id = requestIdFor(req.header(INTERNAL_HEADERS.requestId));
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
     next();

@@ -1,3 +1,4 @@
+import type { RequestListener } from "node:http";
 import express, { type Express, type RequestHandler } from "express";
 import type { DataSource } from "typeorm";
 import { SUBJECTS } from "@platform/contracts";
@@ -5,7 +6,8 @@ import { OutboxRelay, type Bus } from "@platform/bus";
 import { pingDatabase } from "@platform/db";
 import { CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, requestId, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
-import { adminAuth, apiKeyAuth, planGuard } from "./auth/middleware";
+import { createApiFront, isApiPath } from "./api-front";
+import { adminAuth } from "./auth/middleware";
 import { AuthCache } from "./auth/key-cache";
 import type { GatewayEnv } from "./env";
 import { proxyTo } from "./proxy";
@@ -14,7 +16,6 @@ import { registerAdminApiKeys } from "./routes/admin_api_keys";
 import { registerAdminOrganizations } from "./routes/admin_organizations";
 import { registerOpenApi } from "./routes/openapi";
 import { registerProviderWebhooks } from "./routes/provider_webhooks";
-import { registerPing } from "./routes/v1_ping";
 import { ApiKeys } from "./use-cases/api-keys";
 import { Organizations } from "./use-cases/organizations";
 
@@ -30,6 +31,9 @@ export interface GatewayDeps {
 }
 
 export interface Gateway {
+  /** The server's request listener: `/api/v1/*` to the node:http front, the rest to `app`. */
+  listener: RequestListener;
+  /** Express: probes, metrics, OpenAPI, provider webhooks, the admin API and the 404 envelope. */
   app: Express;
   cache: AuthCache;
   limiter: RateLimiter;
@@ -94,7 +98,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const admin = express.Router();
   for (const route of ROUTES) {
     for (const resource of route.admin) {
-      admin.use(`/admin/v1/organizations/:orgId/${resource}`, withOrganization(organizations), proxies.get(route.name)!);
+      admin.use(`/admin/v1/organizations/:orgId/${resource}`, withOrganization(organizations), proxies.get(route.name)! as unknown as RequestHandler);
     }
   }
   admin.use("/admin/v1", jsonBody("1mb"));
@@ -102,19 +106,20 @@ export function createGateway(deps: GatewayDeps): Gateway {
   registerAdminApiKeys(admin, { apiKeys, organizations });
   app.use(admin);
 
-  // --- /api/v1 ----------------------------------------------------------
-  app.use("/api/v1", apiKeyAuth(cache, limiter));
-  const api = express.Router();
-  registerPing(api);
-  for (const route of ROUTES) {
-    for (const prefix of route.api) api.use(`/api/v1${prefix}`, planGuard, proxies.get(route.name)!);
-  }
-  app.use(api);
-
   app.use(notFound());
   app.use(errorHandler(log));
 
+  // --- /api/v1 ----------------------------------------------------------
+  const apiFront = createApiFront({
+    cache,
+    limiter,
+    metrics,
+    log,
+    routes: ROUTES.flatMap((r) => r.api.map((prefix) => ({ prefix, proxy: proxies.get(r.name)! }))),
+  });
+
   return {
+    listener: (req, res) => (isApiPath(req.url) ? apiFront(req, res) : app(req, res)),
     app,
     cache,
     limiter,

@@ -1,4 +1,4 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import { Bus } from "@platform/bus";
 import { parseEnv } from "@platform/config";
 import { openDatabase } from "@platform/db";
@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const gateway = createGateway({ env, log, db, bus });
   lifecycle.onStop("gateway", () => gateway.stop());
   const server: Server = await new Promise((resolve, reject) => {
-    const s = gateway.app.listen(env.PORT, () => resolve(s));
+    const s = createServer(gateway.listener).listen(env.PORT, () => resolve(s));
     s.once("error", reject);
   });
   server.keepAliveTimeout = 65_000;

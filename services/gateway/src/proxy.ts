@@ -1,8 +1,17 @@
 import http from "node:http";
-import type { RequestHandler } from "express";
 import { createProxyMiddleware } from "http-proxy-middleware";
 import { errorBody, INTERNAL_HEADERS } from "@platform/http";
 import type { Logger } from "@platform/logging";
+
+/** A proxy as plain node:http middleware: usable from express and from the /api/v1 front alike. */
+export type ProxyHandler = (req: http.IncomingMessage, res: http.ServerResponse, next?: (err?: unknown) => void) => void;
+
+/** What the gateway tells the service: set by the /api/v1 front, or taken from express's `res.locals` on admin routes. */
+export interface Forwarded {
+  organizationId?: unknown;
+  requestId?: unknown;
+}
+export type ForwardedRequest = http.IncomingMessage & { forwarded?: Forwarded; originalUrl?: string; res?: { locals?: Forwarded } };
 
 /** Headers a client may send that only the gateway is allowed to set. */
 const FORGEABLE = [INTERNAL_HEADERS.token, INTERNAL_HEADERS.organization, "x-forwarded-organization"];
@@ -12,10 +21,11 @@ const FORGEABLE = [INTERNAL_HEADERS.token, INTERNAL_HEADERS.organization, "x-for
  * organization the gateway resolved and the internal token. Whatever the
  * client sent in those headers is overwritten; its API key is not forwarded.
  */
-export function proxyTo(target: string | undefined, opts: { internalToken: string; timeoutMs: number; log: Logger; service: string }): RequestHandler {
+export function proxyTo(target: string | undefined, opts: { internalToken: string; timeoutMs: number; log: Logger; service: string }): ProxyHandler {
   if (!target) {
     return (_req, res) => {
-      res.status(503).type("application/json").send(errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available`));
+      res.writeHead(503, { "Content-Type": "application/json; charset=utf-8" });
+      res.end(errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available`));
     };
   }
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
@@ -25,16 +35,17 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
     changeOrigin: false,
     xfwd: true,
     proxyTimeout: opts.timeoutMs,
-    pathRewrite: (_path, req) => (req as unknown as { originalUrl: string }).originalUrl,
+    // Express strips a mount path from req.url; the service sees the path the client sent.
+    pathRewrite: (_path, req) => (req as ForwardedRequest).originalUrl ?? req.url ?? "/",
     on: {
       proxyReq: (proxyReq, req) => {
         for (const h of FORGEABLE) proxyReq.removeHeader(h);
         proxyReq.removeHeader("authorization");
-        const res = (req as unknown as { res: { locals: Record<string, unknown> } }).res;
+        const forwarded = (req as ForwardedRequest).forwarded ?? (req as ForwardedRequest).res?.locals;
         proxyReq.setHeader(INTERNAL_HEADERS.token, opts.internalToken);
-        const org = res?.locals?.organizationId;
+        const org = forwarded?.organizationId;
         if (typeof org === "string") proxyReq.setHeader(INTERNAL_HEADERS.organization, org);
-        const requestId = res?.locals?.requestId;
+        const requestId = forwarded?.requestId;
         if (typeof requestId === "string") proxyReq.setHeader(INTERNAL_HEADERS.requestId, requestId);
       },
       error: (err, req, res) => {
@@ -50,5 +61,5 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
       },
     },
   });
-  return proxy as unknown as RequestHandler;
+  return proxy as unknown as ProxyHandler;
 }

@@ -50,7 +50,7 @@ export class GatewayHarness {
     await bus.ensureStreams();
     const gateway = createGateway({ env, log: this.log, db: this.db, bus });
     const server = await new Promise<http.Server>((resolve) => {
-      const s = gateway.app.listen(0, "127.0.0.1", () => resolve(s));
+      const s = http.createServer(gateway.listener).listen(0, "127.0.0.1", () => resolve(s));
     });
     const replica = { gateway, bus, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
     this.replicas.push(replica);

@@ -32,6 +32,29 @@ describe("gateway: routing, plans and provider webhooks", () => {
     expect(res.body.headers["x-request-id"]).to.be.a("string");
   });
 
+  it("matches /api/v1 routes as express did: any case, trailing slash, sub-paths, HEAD; 404 envelope after auth otherwise", async () => {
+    const a = await h.organization();
+    const auth = { Authorization: `Bearer ${a.key}` };
+    let res = await request(h.url).get("/API/V1/Contacts/ct_1?x=1").set(auth).expect(200);
+    expect(res.body.url).to.equal("/API/V1/Contacts/ct_1?x=1");
+    res = await request(h.url).get("/api/v1/ping/?verbose=1").set(auth).set("X-Request-Id", "trace-42").expect(200);
+    expect(res.body).to.deep.equal({ ok: true, organizationId: a.id });
+    expect(res.headers["x-request-id"]).to.equal("trace-42");
+    expect(res.headers["content-type"]).to.match(/^application\/json/);
+    expect(res.headers["ratelimit"]).to.match(/^"org";r=\d+;t=\d+$/);
+    await request(h.url).head("/api/v1/ping").set(auth).expect(200);
+    for (const [method, path] of [["post", "/api/v1/ping"], ["get", "/api/v1/nope"], ["get", "/api/v1"], ["get", "/api/v1/messagesx"]] as const) {
+      res = await request(h.url)[method](path).set(auth).expect(404);
+      expect(res.body.error.code, `${method} ${path}`).to.equal("NOT_FOUND");
+      expect(res.headers["ratelimit-policy"]).to.be.a("string");
+    }
+    res = await request(h.url).get("/api/v1/nope").expect(401);
+    expect(res.body).to.deep.equal({ error: { code: "UNAUTHORIZED", message: "Invalid API key" } });
+    // Not the API: express's 404 envelope, no key asked.
+    res = await request(h.url).get("/api/v10/ping").expect(404);
+    expect(res.body.error.code).to.equal("NOT_FOUND");
+  });
+
   it("forwards bodies of proxied POSTs", async () => {
     const a = await h.organization();
     const res = await request(h.url).post("/api/v1/messages").set("Authorization", `Bearer ${a.key}`).send({ to: "+15550001111", text: "hi" }).expect(200);

@@ -1,0 +1,108 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ApiError, errorBody, INTERNAL_HEADERS, requestIdFor, type Metrics } from "@platform/http";
+import type { Logger } from "@platform/logging";
+import { bearerKey, hashApiKey } from "./auth/api-keys";
+import type { AuthCache } from "./auth/key-cache";
+import { planCovers } from "./plans";
+import type { ForwardedRequest, ProxyHandler } from "./proxy";
+import { rateLimitHeaders, type RateLimiter } from "./rate-limit/limiter";
+
+/** A service's share of /api/v1: every path equal to `prefix` or below it. */
+export interface ApiRoute {
+  prefix: string;
+  proxy: ProxyHandler;
+}
+
+const API_ROOT = "/api/v1";
+const PING = "/api/v1/ping";
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** True for the requests `createApiFront` answers: `/api/v1` and everything below it (any case, as express matches). */
+export function isApiPath(url: string | undefined): boolean {
+  if (!url || url.length < API_ROOT.length) return false;
+  const head = url.slice(0, API_ROOT.length + 1).toLowerCase();
+  return head === API_ROOT || head === `${API_ROOT}/` || head === `${API_ROOT}?`;
+}
+
+/**
+ * The integrator-facing front of the gateway, `/api/v1/*`, on node:http
+ * rather than express (ADR 0004): API key → organization (cached), the
+ * organization's token bucket with the RateLimit headers on every answer,
+ * the plan rule, then `GET /api/v1/ping` answered here and everything else
+ * streamed to its service by http-proxy-middleware. Same answers as the
+ * express stack gave, at a fraction of its cost per request; the admin API,
+ * probes, metrics, OpenAPI and provider webhooks stay on express.
+ */
+export function createApiFront(deps: {
+  cache: AuthCache;
+  limiter: RateLimiter;
+  routes: ApiRoute[];
+  metrics: Metrics;
+  log: Logger;
+}): (req: IncomingMessage, res: ServerResponse) => void {
+  const { cache, limiter, metrics, log } = deps;
+  const routes = deps.routes.map((r) => ({ ...r, prefix: `${API_ROOT}${r.prefix}`.toLowerCase() }));
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, route: { label: string }) => {
+    const key = bearerKey(req.headers.authorization);
+    if (!key) throw unauthorized();
+    const principal = await cache.principal(hashApiKey(key));
+    if (!principal) throw unauthorized();
+    const org = await cache.organization(principal.organizationId);
+    if (!org) throw unauthorized();
+
+    const decision = limiter.take(org.id, org.rateLimit);
+    for (const [name, value] of Object.entries(rateLimitHeaders(org.rateLimit, decision))) res.setHeader(name, value);
+    if (!decision.allowed) {
+      throw new ApiError("RATE_LIMITED", "Too many requests", undefined, { "Retry-After": String(decision.retryAfterSeconds) });
+    }
+
+    const lower = path.toLowerCase();
+    if (lower === PING || lower === `${PING}/`) {
+      if (req.method !== "GET" && req.method !== "HEAD") throw noRoute(req, path);
+      route.label = PING;
+      const body = JSON.stringify({ ok: true, organizationId: org.id });
+      res.writeHead(200, { "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) });
+      res.end(req.method === "HEAD" ? undefined : body);
+      return;
+    }
+    const target = routes.find((r) => lower === r.prefix || lower.startsWith(`${r.prefix}/`));
+    if (!target) throw noRoute(req, path);
+    route.label = target.prefix;
+    if (!planCovers(org.plan, req.method ?? "GET", path)) {
+      throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
+    }
+    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId: String(res.getHeader("X-Request-Id")) };
+    target.proxy(req, res);
+  };
+
+  return (req, res) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const route = { label: "unmatched" };
+    metrics.track(req.method ?? "GET", res, () => route.label);
+    res.setHeader("X-Request-Id", requestIdFor(req.headers[INTERNAL_HEADERS.requestId]));
+    handle(req, res, path, route).catch((err: unknown) => sendError(res, err, log, path));
+  };
+}
+
+const unauthorized = () => new ApiError("UNAUTHORIZED", "Invalid API key");
+const noRoute = (req: IncomingMessage, path: string) => new ApiError("NOT_FOUND", `No route for ${req.method} ${path}`);
+
+/** The error envelope, as the express error middleware writes it. */
+function sendError(res: ServerResponse, err: unknown, log: Logger, path: string): void {
+  let apiError: ApiError;
+  if (err instanceof ApiError) apiError = err;
+  else {
+    log.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, requestId: res.getHeader("X-Request-Id"), path }, "unhandled error");
+    apiError = new ApiError("INTERNAL_ERROR", "Internal error");
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = apiError.details ? JSON.stringify(apiError.toJSON()) : errorBody(apiError.code, apiError.message);
+  res.writeHead(apiError.status, { ...apiError.headers, "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
