@@ -65,4 +65,6 @@ export type MessageSendWork = z.infer<typeof MessageSendWork>;
 export const MESSAGING_SUBJECTS = {
   /** On STREAMS.work. */
   sendWork: { subject: "work.messaging.send.v1", schema: MessageSendWork },
+  /** Core NATS broadcast: every messaging replica drops its cached channels of the organization. */
+  channelsChanged: { subject: "bcast.messaging.channels.changed.v1", schema: z.object({ organizationId: z.string() }) },
 } as const;

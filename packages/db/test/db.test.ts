@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { MigrationInterface, QueryRunner } from "typeorm";
 import { dropDatabase, randomSuffix } from "@platform/testing";
-import { ensureDatabase, openDatabase, pingDatabase } from "../src";
+import { createDataSource, ensureDatabase, openDatabase, pingDatabase, queryPrepared } from "../src";
 
 class CreateThings1700000000000 implements MigrationInterface {
   name = "CreateThings1700000000000";
@@ -32,5 +32,23 @@ describe("db", () => {
     expect(migrations[0].n).to.equal(1);
     await pingDatabase(sources[0]);
     await Promise.all(sources.map((s) => s.destroy()));
+  });
+
+  it("runs hot statements prepared once per connection, and plainly inside a transaction", async () => {
+    await ensureDatabase(url);
+    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1 }).initialize();
+    try {
+      await ds.query(`CREATE SCHEMA IF NOT EXISTS dbtest; CREATE TABLE IF NOT EXISTS dbtest.counters (id int PRIMARY KEY)`);
+      await ds.query(`INSERT INTO dbtest.counters VALUES (1)`);
+      const bump = `UPDATE dbtest.counters SET id = id + $1 RETURNING id`;
+      expect(await queryPrepared(ds, "dbtest.bump", bump, [1])).to.deep.equal([{ id: 2 }]);
+      expect(await queryPrepared(ds, "dbtest.bump", bump, [1])).to.deep.equal([{ id: 3 }]);
+      const prepared = await ds.query(`SELECT name FROM pg_prepared_statements`);
+      expect(prepared.map((r: { name: string }) => r.name)).to.deep.equal(["dbtest.bump"]);
+      const inTx = await ds.transaction((tx) => queryPrepared(tx, "dbtest.bump", bump, [-2]));
+      expect(inTx).to.deep.equal([{ id: 1 }]);
+    } finally {
+      await ds.destroy();
+    }
   });
 });

@@ -9,6 +9,7 @@ import type { OptOutChecker } from "./use-cases/contacts";
 import type { SentMark } from "./use-cases/deliver";
 import type { MessageRow, OutboundInput } from "./db/repositories/messages.repository";
 import type { ChannelPacer } from "./use-cases/pacing";
+import type { SendLookups } from "./use-cases/send-lookups";
 
 export type MessagingEnv = ServiceEnv<typeof envShape>;
 export type MessagingDeps = ServiceDeps<MessagingEnv>;
@@ -21,6 +22,8 @@ export interface MessagingContext {
   env: MessagingEnv;
   provider: ProviderClient;
   contactIds: ContactIdCache;
+  /** Channels and open service windows of the send path, cached (see SendLookups for why that is safe). */
+  lookups: SendLookups;
   pacer: ChannelPacer;
   optOuts: OptOutChecker;
   sentMarks: Batcher<SentMark, boolean>;

@@ -15,6 +15,8 @@ import { Batcher } from "@platform/runtime";
 import { messagesRepository } from "./db/repositories/messages.repository";
 import { conversationEvent } from "./use-cases/events";
 import { ChannelPacer } from "./use-cases/pacing";
+import { SendLookups } from "./use-cases/send-lookups";
+import { MESSAGING_SUBJECTS } from "@platform/contracts";
 
 /** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
 const contexts = new WeakMap<MessagingDeps, MessagingContext>();
@@ -26,7 +28,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), sentMarks: createSentMarks(deps.db),
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), sentMarks: createSentMarks(deps.db),
       outboundStores: new Batcher((_key, inputs) => messagesRepository.storeOutboundMany(deps.db, inputs, (c) => conversationEvent(c, "conversation.opened")), 200),
     };
     contexts.set(deps, ctx);
@@ -44,6 +46,8 @@ export const definition: ServiceDefinition<typeof envShape> = {
   async start(deps) {
     const ctx = contextOf(deps);
     serveChannelLookup(ctx);
+    ctx.bus.onBroadcast(MESSAGING_SUBJECTS.channelsChanged, ({ organizationId }) => ctx.lookups.forgetOrganization(organizationId));
+    ctx.bus.onReconnect(() => ctx.lookups.clear());
     await consumeProviderInbound(ctx);
     await consumeSendWork(ctx);
     const stopSweeper = startSweeper(ctx);

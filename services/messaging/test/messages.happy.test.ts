@@ -1,5 +1,7 @@
 import { expect } from "chai";
+import { startService } from "@platform/service";
 import { eventually } from "@platform/testing";
+import { definition } from "../src/service";
 import {
   api,
   createChannel,
@@ -7,6 +9,7 @@ import {
   newOrg,
   providerRequestsFor,
   receiveInbound,
+  serviceEnv,
   sharedHarness,
   uniquePhone,
   type Harness,
@@ -151,6 +154,41 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(providerRequestsFor(h, explicit.body.id)[0].phoneNumberId).to.equal(second.providerPhoneNumberId);
     expect(explicit.body.conversationId).to.not.equal(viaDefault.body.conversationId);
     expect(explicit.body.contactId).to.equal(viaDefault.body.contactId);
+  });
+
+  it("sees channel changes at once on this replica and within a second on another (cached channels)", async () => {
+    const replica2 = await startService(definition, serviceEnv(h.env, h.sim.url), { exitOnConfigError: false });
+    try {
+      const other = { ...h, svc: replica2 as Harness["svc"] };
+      const org = newOrg();
+      const first = await createChannel(h, org, { name: "first" });
+      const second = await createChannel(h, org, { name: "second" });
+      const phone = uniquePhone();
+      await receiveInbound(h, first, phone);
+      await receiveInbound(h, second, phone);
+      const send = (via: Harness) => api(via, org).post("/api/v1/messages").send({ to: phone, text: "hi" });
+
+      // Both replicas have the default channel cached.
+      for (const via of [h, other]) {
+        const res = await send(via);
+        expect(res.status).to.equal(200);
+        expect(providerRequestsFor(h, res.body.id)[0].phoneNumberId).to.equal(first.providerPhoneNumberId);
+      }
+
+      await api(h, org).patch(`/admin/v1/organizations/${org}/channels/${second.id}`).send({ isDefault: true }).expect(200);
+      const here = await send(h);
+      expect(providerRequestsFor(h, here.body.id)[0].phoneNumberId).to.equal(second.providerPhoneNumberId);
+      await eventually(async () => {
+        const there = await send(other);
+        return providerRequestsFor(h, there.body.id)[0]?.phoneNumberId === second.providerPhoneNumberId;
+      }, 1_000);
+
+      await api(h, org).patch(`/admin/v1/organizations/${org}/channels/${second.id}`).send({ connected: false }).expect(200);
+      expect((await send(h)).body.error?.code).to.equal("PROVIDER_NOT_CONNECTED");
+      await eventually(async () => (await send(other)).body.error?.code === "PROVIDER_NOT_CONNECTED", 1_000);
+    } finally {
+      await replica2.stop();
+    }
   });
 
   it("answers 200 with providerMessageId null on a transient failure, then sends in the background", async () => {

@@ -1,5 +1,5 @@
 import { enqueue, type OutboxMessage } from "@platform/bus";
-import { normalizePhone, SUBJECTS, type Channel } from "@platform/contracts";
+import { MESSAGING_SUBJECTS, normalizePhone, SUBJECTS, type Channel } from "@platform/contracts";
 import { sqlState, UNIQUE_VIOLATION } from "@platform/db";
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
@@ -18,6 +18,17 @@ export function channelUpserted(row: ChannelRow): OutboxMessage {
   };
 }
 
+/** After a committed channel change: this replica's send cache at once, the others by broadcast. */
+function channelsChanged(ctx: MessagingContext, organizationId: string): void {
+  ctx.lookups.forgetOrganization(organizationId);
+  try {
+    ctx.bus.broadcast(MESSAGING_SUBJECTS.channelsChanged, { organizationId });
+  } catch (err) {
+    // The other replicas' entries expire within seconds anyway.
+    ctx.log.warn({ organizationId, err: (err as Error).message }, "channel change broadcast failed");
+  }
+}
+
 function conflictOr(err: unknown): never {
   if (sqlState(err) === UNIQUE_VIOLATION) throw new ApiError("CONFLICT", "providerPhoneNumberId is already used by another channel");
   throw err;
@@ -31,7 +42,7 @@ export async function createChannel(ctx: MessagingContext, organizationId: strin
   const phone = normalizePhone(input.phoneNumber);
   if (!phone) throw ApiError.validation([{ path: "phoneNumber", message: "is not a valid phone number" }]);
   try {
-    return await ctx.db.transaction(async (tx) => {
+    const channel = await ctx.db.transaction(async (tx) => {
       await channelsRepository.lockOrganization(tx, organizationId);
       const first = (await channelsRepository.countInOrganization(tx, organizationId)) === 0;
       const isDefault = first || input.isDefault === true;
@@ -50,6 +61,8 @@ export async function createChannel(ctx: MessagingContext, organizationId: strin
       await enqueue(tx, "messaging", [...changed.map(channelUpserted), channelUpserted(row)]);
       return toChannel(row);
     });
+    channelsChanged(ctx, organizationId);
+    return channel;
   } catch (err) {
     conflictOr(err);
   }
@@ -61,7 +74,7 @@ export async function updateChannel(
   channelId: string,
   patch: z.infer<typeof UpdateChannelRequest>,
 ): Promise<Channel> {
-  return ctx.db.transaction(async (tx) => {
+  const channel = await ctx.db.transaction(async (tx) => {
     await channelsRepository.lockOrganization(tx, organizationId);
     const existing = await channelsRepository.findById(tx, organizationId, channelId);
     if (!existing) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
@@ -70,6 +83,8 @@ export async function updateChannel(
     await enqueue(tx, "messaging", [...changed.map(channelUpserted), channelUpserted(row)]);
     return toChannel(row);
   });
+  channelsChanged(ctx, organizationId);
+  return channel;
 }
 
 export async function listChannels(ctx: MessagingContext, organizationId: string): Promise<Channel[]> {

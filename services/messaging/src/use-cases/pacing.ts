@@ -1,5 +1,5 @@
 import { Batcher, sleep } from "@platform/runtime";
-import { run, SCHEMA, type Queryable } from "../db/repositories/queryable";
+import { run, runPrepared, SCHEMA, type Queryable } from "../db/repositories/queryable";
 
 /** How long a `130429` answer halves the channel's rate. */
 export const SLOWDOWN_MS = 60_000;
@@ -15,8 +15,9 @@ export const SLOWDOWN_MS = 60_000;
  * Returns the first slot's offset from now and the interval, in ms.
  */
 export async function reservePacingSlots(q: Queryable, channelId: string, n = 1): Promise<{ firstInMs: number; intervalMs: number } | undefined> {
-  const rows = await run<{ end_ms: number; interval_ms: number }>(
+  const rows = await runPrepared<{ end_ms: number; interval_ms: number }>(
     q,
+    "reservePacingSlots",
     `WITH t AS (SELECT clock_timestamp() AS now)
      UPDATE ${SCHEMA}.channel_pacing p
      SET tat = greatest(p.tat, t.now) + $2 * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'

@@ -2,12 +2,10 @@ import { normalizePhone, type MessageResponse, type SendMessageRequest } from "@
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
-import { channelsRepository } from "../db/repositories/channels.repository";
 import { resolveContact } from "./contacts";
 import { attemptSend, leaseMs } from "./deliver";
 
-/** The 24-hour customer service window. */
-export const SERVICE_WINDOW_MS = 24 * 3_600_000;
+export { SERVICE_WINDOW_MS } from "./send-lookups";
 
 export type SendMessageResult = { status: 200; body: MessageResponse };
 
@@ -23,13 +21,14 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   const phone = normalizePhone(input.to);
   if (!phone) throw ApiError.validation([{ path: "to", message: "is not a valid phone number" }]);
 
-  const channel = await channelsRepository.findForSend(ctx.db, organizationId, input.messagingChannelId, phone);
-  if (!channel) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
+  const lookup = await ctx.lookups.forSend(organizationId, input.messagingChannelId, phone);
+  if (!lookup) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
+  const { channel } = lookup;
   if (!channel.connected) throw new ApiError("PROVIDER_NOT_CONNECTED", "The channel's provider connection is off");
 
   if (await ctx.optOuts.isOptedOut(organizationId, channel.id, phone)) throw new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
 
-  if (!channel.last_inbound_at || Date.now() - channel.last_inbound_at.getTime() > SERVICE_WINDOW_MS) {
+  if (!lookup.windowOpen) {
     throw new ApiError(
       "OUTSIDE_SERVICE_WINDOW",
       "The contact's last message on this channel is older than 24 hours (or absent); use an approved template",

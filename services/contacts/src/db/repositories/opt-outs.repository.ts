@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from "typeorm";
+import { queryPrepared } from "@platform/db";
 import { newId } from "@platform/id";
 import type { OptOutSource } from "../entities/opt-out.entity";
 
@@ -84,7 +85,10 @@ export class OptOutsRepository {
 
   /** Which of `phones` have an active opt-out on the channel: one query whatever the count. */
   async activeAmong(organizationId: string, messagingChannelId: string, phones: string[]): Promise<string[]> {
-    const rows: Array<{ phone: string }> = await this.db.query(
+    // Every send asks this: prepared once per connection.
+    const rows = await queryPrepared<{ phone: string }>(
+      this.db,
+      "contacts.activeOptOutsAmong",
       `SELECT phone FROM contacts.opt_outs
        WHERE organization_id = $1 AND messaging_channel_id = $2 AND active AND phone = ANY($3::text[])`,
       [organizationId, messagingChannelId, phones],

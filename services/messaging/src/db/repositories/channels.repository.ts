@@ -1,6 +1,6 @@
 import type { Channel } from "@platform/contracts";
 import { iso } from "@platform/db";
-import { run, SCHEMA, type Queryable } from "./queryable";
+import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
 
 export interface ChannelRow {
   id: string;
@@ -105,7 +105,9 @@ export const channelsRepository = {
     channelId: string | undefined,
     phone: string,
   ): Promise<(ChannelRow & { last_inbound_at: Date | null }) | undefined> {
-    const rows = await run(q, 
+    const rows = await runPrepared(
+      q,
+      "findForSend",
       `SELECT c.*, w.last_inbound_at FROM ${SCHEMA}.channels c
        LEFT JOIN ${SCHEMA}.service_windows w ON w.channel_id = c.id AND w.phone = $3
        WHERE c.organization_id = $1 AND (($2::text IS NULL AND c.is_default) OR c.id = $2::text)`,

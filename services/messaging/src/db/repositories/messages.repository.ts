@@ -1,6 +1,6 @@
 import type { OutboxMessage } from "@platform/bus";
 import { newId } from "@platform/id";
-import { run, SCHEMA, type Queryable } from "./queryable";
+import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
 import type { ConversationRow } from "./conversations.repository";
 import type { MessageStatus } from "../entities/message.entity";
 
@@ -75,8 +75,9 @@ export const messagesRepository = {
       const events = round.map((m, k) =>
         openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
       );
-      const rows = await run<MessageRow>(
+      const rows = await runPrepared<MessageRow>(
         q,
+        "storeOutboundMany",
         `WITH input AS (
            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
              AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
@@ -133,8 +134,9 @@ export const messagesRepository = {
     q: Queryable,
     items: Array<{ id: string; attempt: number; providerMessageId: string; event: OutboxMessage }>,
   ): Promise<Set<string>> {
-    const rows = await run<{ id: string }>(
+    const rows = await runPrepared<{ id: string }>(
       q,
+      "markSentWithEvents",
       `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])
            AS i(id, attempt, provider_message_id, msg_id, subject, payload)

@@ -1,3 +1,4 @@
+import { queryPrepared } from "@platform/db";
 /** A DataSource or a transaction's EntityManager: both run raw SQL. */
 export interface Queryable {
   query(sql: string, params?: unknown[]): Promise<any>;
@@ -13,4 +14,9 @@ export async function run<T = any>(q: Queryable, sql: string, params?: unknown[]
   const result = await q.query(sql, params);
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === "number") return result[0] as T[];
   return result as T[];
+}
+
+/** A hot statement, prepared once per connection when run outside a transaction (`queryPrepared`). */
+export function runPrepared<T = any>(q: Queryable, name: string, sql: string, params: unknown[]): Promise<T[]> {
+  return queryPrepared<T>(q, `messaging.${name}`, sql, params);
 }
