@@ -27,8 +27,8 @@ export interface MessagingContext {
   pacer: ChannelPacer;
   optOuts: OptOutChecker;
   sentMarks: Batcher<SentMark, boolean>;
-  /** Concurrent sends stored together: one statement and one commit per batch. */
-  outboundStores: Batcher<OutboundInput, MessageRow>;
+  /** Concurrent sends stored, and their pacing slots reserved, together: one statement and one commit per batch. */
+  outboundStores: Batcher<OutboundInput, { message: MessageRow; paceWaitMs: number }>;
 }
 
 /**

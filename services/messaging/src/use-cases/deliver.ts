@@ -58,7 +58,7 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
 export async function attemptSend(
   ctx: MessagingContext,
   message: MessageRow,
-  opts: { enqueueRetry: boolean; channel?: ChannelRow },
+  opts: { enqueueRetry: boolean; channel?: ChannelRow; paceWaitMs?: number },
 ): Promise<AttemptOutcome> {
   const attempt = message.attempts;
   const channel = opts.channel ?? (await channelsRepository.findById(ctx.db, message.organization_id, message.channel_id));
@@ -66,7 +66,8 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
-  const waitMs = await ctx.pacer.reserve(channel.id);
+  // The request path reserved its slot when it stored the message; the worker reserves one now.
+  const waitMs = opts.paceWaitMs ?? (await ctx.pacer.reserve(channel.id));
   if (waitMs > MAX_PACING_WAIT_MS) {
     return recordTransient(ctx, message, attempt, { code: "paced", title: "Waiting for the channel's throughput budget" }, opts, waitMs);
   }

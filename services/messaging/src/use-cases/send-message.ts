@@ -11,8 +11,8 @@ export type SendMessageResult = { status: 200; body: MessageResponse };
 
 /**
  * POST /api/v1/messages: channel → opt-out (over the bus, fail closed) →
- * 24-hour window → contact → store (message, conversation and event in one
- * statement) → provider. The stored `pending` row, leased to this request,
+ * 24-hour window → contact → store (message, conversation, event and pacing
+ * slot in one statement) → provider. The stored `pending` row, leased to this request,
  * is the durable record of the send: should the process die before the
  * provider answered, the lease runs out and the stalled-send sweep hands the
  * message to the retry worker (work.messaging.send.v1), which sends it once.
@@ -45,7 +45,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     ctx.contactIds.set(organizationId, phone, contactId);
   }
 
-  const stored = await ctx.outboundStores.submit("store", {
+  const { message: stored, paceWaitMs } = await ctx.outboundStores.submit("store", {
     id: newId("message"),
     organizationId,
     channelId: channel.id,
@@ -58,7 +58,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   const base = { id: stored.id, conversationId: stored.conversation_id, contactId };
   let outcome;
   try {
-    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel });
+    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs });
   } catch (err) {
     // The message and its work item are stored: the worker sends it once this attempt's lease ends.
     ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; left to the retry worker");

@@ -51,16 +51,20 @@ export const messagesRepository = {
   /**
    * Stores outbound texts as `pending`, each leased to its sender for its first
    * provider call, with their conversations (opened when none is open, with
-   * `conversation.opened`), in one statement (one commit) for many sends. A
-   * (channel, contact) pair may appear once per statement (an upsert cannot
+   * `conversation.opened`), and reserves each one's pacing slot on its channel
+   * (the GCRA of ADR 0003: the next `n` emission intervals per channel), all in
+   * one statement (one round trip, one commit) for many sends. Pacing rows are
+   * locked in channel id order, so concurrent batches never deadlock.
+   * A (channel, contact) pair may appear once per statement (an upsert cannot
    * touch one conversation twice), so repeats go to a following statement.
-   * Answers one stored message per input, in order.
+   * Answers, per input in order, the stored message and how long from now
+   * its slot comes (ms, 0 when now).
    */
   async storeOutboundMany(
     q: Queryable,
     inputs: OutboundInput[],
     openedEvent: (conversation: Pick<ConversationRow, "id" | "organization_id" | "channel_id" | "contact_id" | "phone">) => OutboxMessage,
-  ): Promise<MessageRow[]> {
+  ): Promise<Array<{ message: MessageRow; paceWaitMs: number }>> {
     const rounds: Array<typeof inputs> = [];
     const roundOf = new Map<string, number>();
     for (const m of inputs) {
@@ -69,18 +73,32 @@ export const messagesRepository = {
       roundOf.set(pair, round);
       (rounds[round] ??= []).push(m);
     }
-    const stored = new Map<string, MessageRow>();
+    const stored = new Map<string, { message: MessageRow; paceWaitMs: number }>();
     for (const round of rounds) {
       const conversationIds = round.map(() => newId("conversation"));
       const events = round.map((m, k) =>
         openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
       );
-      const rows = await runPrepared<MessageRow>(
+      const started = Date.now();
+      const rows = await runPrepared<MessageRow & { pace_end_ms: number | null; pace_interval_ms: number | null }>(
         q,
         "storeOutboundMany",
         `WITH input AS (
            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
              AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
+         ), t AS (
+           SELECT clock_timestamp() AS now
+         ), demand AS (
+           SELECT channel_id, count(*)::int AS n FROM input GROUP BY channel_id
+         ), locked AS (
+           SELECT p.channel_id FROM ${SCHEMA}.channel_pacing p
+           WHERE p.channel_id IN (SELECT channel_id FROM demand) ORDER BY p.channel_id FOR UPDATE
+         ), pace AS (
+           UPDATE ${SCHEMA}.channel_pacing p
+           SET tat = greatest(p.tat, t.now) + d.n * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'
+           FROM t, demand d, locked l WHERE p.channel_id = d.channel_id AND l.channel_id = d.channel_id
+           RETURNING p.channel_id, (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
+             (CASE WHEN p.slowed_until > t.now THEN 2000.0 ELSE 1000.0 END / p.messages_per_second)::float8 AS interval_ms
          ), conv AS (
            INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
            SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
@@ -100,7 +118,8 @@ export const messagesRepository = {
            SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
            RETURNING 1
          )
-         SELECT * FROM msg`,
+         SELECT msg.*, pace.end_ms AS pace_end_ms, pace.interval_ms AS pace_interval_ms
+         FROM msg LEFT JOIN pace ON pace.channel_id = msg.channel_id`,
         [
           conversationIds,
           round.map((m) => m.organizationId),
@@ -115,12 +134,27 @@ export const messagesRepository = {
           events.map((e) => JSON.stringify(e.payload)),
         ],
       );
-      for (const row of rows) stored.set(row.id, row);
+      const elapsed = Date.now() - started;
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      // Each channel's slots go to its messages in input order: the k-th gets the k-th interval.
+      const slotOf = new Map<string, number>();
+      const perChannel = new Map<string, number>();
+      for (const m of round) perChannel.set(m.channelId, (perChannel.get(m.channelId) ?? 0) + 1);
+      for (const m of round) {
+        const row = byId.get(m.id);
+        if (!row) continue;
+        const { pace_end_ms: endMs, pace_interval_ms: intervalMs, ...message } = row;
+        const k = slotOf.get(m.channelId) ?? 0;
+        slotOf.set(m.channelId, k + 1);
+        const n = perChannel.get(m.channelId)!;
+        const paceWaitMs = endMs === null || intervalMs === null ? 0 : Math.max(0, endMs - (n - k) * intervalMs - elapsed);
+        stored.set(m.id, { message: message as MessageRow, paceWaitMs });
+      }
     }
     return inputs.map((m) => {
-      const row = stored.get(m.id);
-      if (!row) throw new Error(`outbound message ${m.id} was not stored`);
-      return row;
+      const entry = stored.get(m.id);
+      if (!entry) throw new Error(`outbound message ${m.id} was not stored`);
+      return entry;
     });
   },
 
