@@ -57,7 +57,13 @@ export function createDataSource(opts: DatabaseOptions): DataSource {
     synchronize: false,
     logging: false,
     applicationName: opts.applicationName ?? opts.schema,
-    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 },
+    extra: {
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      // Only `queryPrepared` statements are prepared: plan them once per connection, not on every call.
+      options: "-c plan_cache_mode=force_generic_plan",
+    },
   });
 }
 
