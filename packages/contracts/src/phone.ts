@@ -11,6 +11,19 @@ import { z } from "zod";
  * than metadata ships.
  */
 export function normalizePhone(input: string): string | null {
+  const known = recent.get(input);
+  if (known !== undefined) return known;
+  const result = normalizeUncached(input);
+  // Validation and the use case both normalize the same input; busy senders repeat their numbers.
+  if (recent.size >= RECENT_MAX) recent.delete(recent.keys().next().value!);
+  recent.set(input, result);
+  return result;
+}
+
+const RECENT_MAX = 10_000;
+const recent = new Map<string, string | null>();
+
+function normalizeUncached(input: string): string | null {
   let s = input.trim().replace(/[\s\-.()]/g, "");
   if (s.startsWith("00")) s = "+" + s.slice(2);
   if (/^\d+$/.test(s)) s = "+" + s;

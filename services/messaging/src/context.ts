@@ -4,10 +4,8 @@ import type { Logger } from "@platform/logging";
 import type { ProviderClient } from "@platform/provider-client";
 import type { ServiceDeps, ServiceEnv } from "@platform/service";
 import type { envShape } from "./env";
-import type { Batcher } from "@platform/runtime";
 import type { OptOutChecker } from "./use-cases/contacts";
-import type { SentMark } from "./use-cases/deliver";
-import type { MessageRow, OutboundInput } from "./db/repositories/messages.repository";
+import type { SendWrites } from "./use-cases/send-writes";
 import type { ChannelPacer } from "./use-cases/pacing";
 import type { SendLookups } from "./use-cases/send-lookups";
 
@@ -26,9 +24,8 @@ export interface MessagingContext {
   lookups: SendLookups;
   pacer: ChannelPacer;
   optOuts: OptOutChecker;
-  sentMarks: Batcher<SentMark, boolean>;
-  /** Concurrent sends stored, and their pacing slots reserved, together: one statement and one commit per batch. */
-  outboundStores: Batcher<OutboundInput, { message: MessageRow; paceWaitMs: number }>;
+  /** Concurrent sends' stores (with pacing slots) and sent marks: one statement and one commit per batch. */
+  writes: SendWrites;
 }
 
 /**

@@ -10,12 +10,9 @@ import { envShape } from "./env";
 import { buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
 import { OptOutChecker } from "./use-cases/contacts";
-import { createSentMarks } from "./use-cases/deliver";
-import { Batcher } from "@platform/runtime";
-import { messagesRepository } from "./db/repositories/messages.repository";
-import { conversationEvent } from "./use-cases/events";
 import { ChannelPacer } from "./use-cases/pacing";
 import { SendLookups } from "./use-cases/send-lookups";
+import { SendWrites } from "./use-cases/send-writes";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
 
 /** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
@@ -28,9 +25,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), sentMarks: createSentMarks(deps.db),
-      outboundStores: new Batcher((_key, inputs) => messagesRepository.storeOutboundMany(deps.db, inputs, (c) => conversationEvent(c, "conversation.opened")), 200),
-    };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db) };
     contexts.set(deps, ctx);
   }
   return ctx;

@@ -1,4 +1,4 @@
-import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
+import { enqueue, RetryableError } from "@platform/bus";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
 import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
 import type { MessagingContext } from "../context";
@@ -6,8 +6,7 @@ import { channelsRepository, type ChannelRow } from "../db/repositories/channels
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
 import { slowDownChannel } from "./pacing";
-import { Batcher, sleep } from "@platform/runtime";
-import type { Queryable } from "../db/repositories/queryable";
+import { sleep } from "@platform/runtime";
 
 /** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
 export const RETRY_FOR_MS = 24 * 3_600_000;
@@ -25,19 +24,6 @@ export type AttemptOutcome =
   | { kind: "retry"; delayMs: number }
   /** A status callback (or another sender) settled the message while this attempt ran. */
   | { kind: "settled"; message: MessageRow | undefined };
-
-export type SentMark = { id: string; attempt: number; providerMessageId: string; event: OutboxMessage };
-
-/**
- * Accepted sends are recorded together: concurrent requests' `sent` updates
- * and their events go out in one statement (one commit) per batch.
- */
-export function createSentMarks(db: Queryable): Batcher<SentMark, boolean> {
-  return new Batcher(async (_key, items) => {
-    const updated = await messagesRepository.markSentWithEvents(db, items);
-    return items.map((i) => updated.has(i.id));
-  }, 500);
-}
 
 /** Work item of one (re)send, published through the outbox. */
 export function sendWorkItem(message: { id: string; organization_id: string }, attempt: number) {
@@ -82,7 +68,7 @@ export async function attemptSend(
 
   if (result.ok) {
     const sent: MessageRow = { ...message, status: "sent", provider_message_id: result.providerMessageId, error_code: null, error_title: null };
-    if (await ctx.sentMarks.submit("sent", { id: message.id, attempt, providerMessageId: result.providerMessageId, event: messageStatusEvent(sent, "sent") })) {
+    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId: result.providerMessageId, event: messageStatusEvent(sent, "sent") })) {
       return { kind: "sent", message: sent };
     }
     return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, result.providerMessageId) };

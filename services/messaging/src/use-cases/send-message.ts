@@ -45,7 +45,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     ctx.contactIds.set(organizationId, phone, contactId);
   }
 
-  const { message: stored, paceWaitMs } = await ctx.outboundStores.submit("store", {
+  const { message: stored, paceWaitMs } = await ctx.writes.store({
     id: newId("message"),
     organizationId,
     channelId: channel.id,

@@ -47,24 +47,96 @@ export interface InboundInsert {
   providerTimestamp: Date;
 }
 
+/** An attempt the provider accepted: its message becomes `sent`, with the event. */
+export type SentMarkInput = { id: string; attempt: number; providerMessageId: string; event: OutboxMessage };
+
+/** Store part of `writeSendBatch` ($1–$11): pacing, conversations, messages, conversation.opened events. */
+const STORE_CTES = `input AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
+      AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
+  ), t AS (
+    SELECT clock_timestamp() AS now
+  ), demand AS (
+    SELECT channel_id, count(*)::int AS n FROM input GROUP BY channel_id
+  ), locked AS (
+    SELECT p.channel_id FROM ${SCHEMA}.channel_pacing p
+    WHERE p.channel_id IN (SELECT channel_id FROM demand) ORDER BY p.channel_id FOR UPDATE
+  ), pace AS (
+    UPDATE ${SCHEMA}.channel_pacing p
+    SET tat = greatest(p.tat, t.now) + d.n * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'
+    FROM t, demand d, locked l WHERE p.channel_id = d.channel_id AND l.channel_id = d.channel_id
+    RETURNING p.channel_id, (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
+      (CASE WHEN p.slowed_until > t.now THEN 2000.0 ELSE 1000.0 END / p.messages_per_second)::float8 AS interval_ms
+  ), conv AS (
+    INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
+    SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
+           date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+    FROM input
+    ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
+    DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+    RETURNING id, channel_id, contact_id, (xmax = 0) AS opened
+  ), msg AS (
+    INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, status, attempts, lease_until)
+    SELECT i.id, i.organization_id, i.channel_id, conv.id, i.contact_id, i.phone, 'outbound', 'text', i.text, 'pending', 1,
+           clock_timestamp() + i.lease_ms * interval '1 millisecond'
+    FROM input i JOIN conv ON conv.channel_id = i.channel_id AND conv.contact_id = i.contact_id
+    RETURNING *
+  ), evt AS (
+    INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+    SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
+    RETURNING 1
+  )`;
+
+/** Sent part of `writeSendBatch` (six parameters from $N): messages `sent` and their events; `sent` answers the ids. */
+const sentCtes = (n: number) => `sent_input AS (
+    SELECT * FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::text[], $${n + 4}::text[], $${n + 5}::text[])
+      AS s(id, attempt, provider_message_id, msg_id, subject, payload)
+  ), sent AS (
+    UPDATE ${SCHEMA}.messages x SET status = 'sent', provider_message_id = s.provider_message_id, lease_until = NULL,
+      next_attempt_at = NULL, error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
+    FROM sent_input s WHERE x.id = s.id AND x.status = 'pending' AND x.attempts = s.attempt RETURNING x.id
+  ), sent_evt AS (
+    INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+    SELECT s.msg_id, s.subject, s.payload FROM sent_input s JOIN sent ON sent.id = s.id RETURNING 1
+  )`;
+
+const sentParams = (marks: SentMarkInput[]) => [
+  marks.map((m) => m.id),
+  marks.map((m) => m.attempt),
+  marks.map((m) => m.providerMessageId),
+  marks.map((m) => m.event.msgId),
+  marks.map((m) => m.event.subject),
+  marks.map((m) => JSON.stringify(m.event.payload)),
+];
+
 export const messagesRepository = {
   /**
-   * Stores outbound texts as `pending`, each leased to its sender for its first
-   * provider call, with their conversations (opened when none is open, with
-   * `conversation.opened`), and reserves each one's pacing slot on its channel
-   * (the GCRA of ADR 0003: the next `n` emission intervals per channel), all in
-   * one statement (one round trip, one commit) for many sends. Pacing rows are
-   * locked in channel id order, so concurrent batches never deadlock.
+   * One write of the send path for many concurrent requests (one round trip,
+   * one commit):
+   * - new outbound texts stored as `pending`, each leased to its sender for
+   *   its first provider call, with their conversations (opened when none is
+   *   open, with `conversation.opened`), and each one's pacing slot reserved
+   *   on its channel (the GCRA of ADR 0003: the next `n` emission intervals
+   *   per channel; pacing rows locked in channel id order, so concurrent
+   *   batches never deadlock);
+   * - attempts the provider accepted marked `sent` with their events. A
+   *   message whose attempt no longer owns it (settled by a status callback
+   *   or another sender) is left alone and gets no event.
    * A (channel, contact) pair may appear once per statement (an upsert cannot
    * touch one conversation twice), so repeats go to a following statement.
-   * Answers, per input in order, the stored message and how long from now
-   * its slot comes (ms, 0 when now).
+   * Answers, per input in order, the stored message and how long from now its
+   * slot comes (ms, 0 when now), and the ids marked sent.
    */
-  async storeOutboundMany(
+  async writeSendBatch(
     q: Queryable,
     inputs: OutboundInput[],
+    marks: SentMarkInput[],
     openedEvent: (conversation: Pick<ConversationRow, "id" | "organization_id" | "channel_id" | "contact_id" | "phone">) => OutboxMessage,
-  ): Promise<Array<{ message: MessageRow; paceWaitMs: number }>> {
+  ): Promise<{ stored: Array<{ message: MessageRow; paceWaitMs: number }>; sentIds: Set<string> }> {
+    if (inputs.length === 0) {
+      const rows = await runPrepared<{ id: string }>(q, "markSent", `WITH ${sentCtes(1)} SELECT id FROM sent`, sentParams(marks));
+      return { stored: [], sentIds: new Set(rows.map((r) => r.id)) };
+    }
     const rounds: Array<typeof inputs> = [];
     const roundOf = new Map<string, number>();
     for (const m of inputs) {
@@ -74,76 +146,57 @@ export const messagesRepository = {
       (rounds[round] ??= []).push(m);
     }
     const stored = new Map<string, { message: MessageRow; paceWaitMs: number }>();
-    for (const round of rounds) {
+    let sentIds = new Set<string>();
+    for (const [r, round] of rounds.entries()) {
       const conversationIds = round.map(() => newId("conversation"));
       const events = round.map((m, k) =>
         openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
       );
+      const storeParams = [
+        conversationIds,
+        round.map((m) => m.organizationId),
+        round.map((m) => m.channelId),
+        round.map((m) => m.contactId),
+        round.map((m) => m.phone),
+        round.map((m) => m.id),
+        round.map((m) => m.text),
+        round.map((m) => m.leaseMs),
+        events.map((e) => e.msgId),
+        events.map((e) => e.subject),
+        events.map((e) => JSON.stringify(e.payload)),
+      ];
+      const withMarks = r === 0 && marks.length > 0;
       const started = Date.now();
-      const rows = await runPrepared<MessageRow & { pace_end_ms: number | null; pace_interval_ms: number | null }>(
-        q,
-        "storeOutboundMany",
-        `WITH input AS (
-           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
-             AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
-         ), t AS (
-           SELECT clock_timestamp() AS now
-         ), demand AS (
-           SELECT channel_id, count(*)::int AS n FROM input GROUP BY channel_id
-         ), locked AS (
-           SELECT p.channel_id FROM ${SCHEMA}.channel_pacing p
-           WHERE p.channel_id IN (SELECT channel_id FROM demand) ORDER BY p.channel_id FOR UPDATE
-         ), pace AS (
-           UPDATE ${SCHEMA}.channel_pacing p
-           SET tat = greatest(p.tat, t.now) + d.n * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'
-           FROM t, demand d, locked l WHERE p.channel_id = d.channel_id AND l.channel_id = d.channel_id
-           RETURNING p.channel_id, (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
-             (CASE WHEN p.slowed_until > t.now THEN 2000.0 ELSE 1000.0 END / p.messages_per_second)::float8 AS interval_ms
-         ), conv AS (
-           INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
-           SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
-                  date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
-           FROM input
-           ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
-           DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
-           RETURNING id, channel_id, contact_id, (xmax = 0) AS opened
-         ), msg AS (
-           INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, status, attempts, lease_until)
-           SELECT i.id, i.organization_id, i.channel_id, conv.id, i.contact_id, i.phone, 'outbound', 'text', i.text, 'pending', 1,
-                  clock_timestamp() + i.lease_ms * interval '1 millisecond'
-           FROM input i JOIN conv ON conv.channel_id = i.channel_id AND conv.contact_id = i.contact_id
-           RETURNING *
-         ), evt AS (
-           INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
-           SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
-           RETURNING 1
-         )
-         SELECT msg.*, pace.end_ms AS pace_end_ms, pace.interval_ms AS pace_interval_ms
-         FROM msg LEFT JOIN pace ON pace.channel_id = msg.channel_id`,
-        [
-          conversationIds,
-          round.map((m) => m.organizationId),
-          round.map((m) => m.channelId),
-          round.map((m) => m.contactId),
-          round.map((m) => m.phone),
-          round.map((m) => m.id),
-          round.map((m) => m.text),
-          round.map((m) => m.leaseMs),
-          events.map((e) => e.msgId),
-          events.map((e) => e.subject),
-          events.map((e) => JSON.stringify(e.payload)),
-        ],
-      );
+      type Row = MessageRow & { pace_end_ms: number | null; pace_interval_ms: number | null; sent_ids?: string[] };
+      const rows = withMarks
+        ? await runPrepared<Row>(
+            q,
+            "storeOutboundAndMarkSent",
+            `WITH ${STORE_CTES}, ${sentCtes(12)}
+             SELECT msg.*, pace.end_ms AS pace_end_ms, pace.interval_ms AS pace_interval_ms,
+               (SELECT coalesce(array_agg(id), '{}') FROM sent) AS sent_ids
+             FROM msg LEFT JOIN pace ON pace.channel_id = msg.channel_id`,
+            [...storeParams, ...sentParams(marks)],
+          )
+        : await runPrepared<Row>(
+            q,
+            "storeOutbound",
+            `WITH ${STORE_CTES}
+             SELECT msg.*, pace.end_ms AS pace_end_ms, pace.interval_ms AS pace_interval_ms
+             FROM msg LEFT JOIN pace ON pace.channel_id = msg.channel_id`,
+            storeParams,
+          );
       const elapsed = Date.now() - started;
-      const byId = new Map(rows.map((r) => [r.id, r]));
+      if (withMarks) sentIds = new Set(rows[0]?.sent_ids ?? []);
+      const byId = new Map(rows.map((row) => [row.id, row]));
       // Each channel's slots go to its messages in input order: the k-th gets the k-th interval.
-      const slotOf = new Map<string, number>();
       const perChannel = new Map<string, number>();
       for (const m of round) perChannel.set(m.channelId, (perChannel.get(m.channelId) ?? 0) + 1);
+      const slotOf = new Map<string, number>();
       for (const m of round) {
         const row = byId.get(m.id);
         if (!row) continue;
-        const { pace_end_ms: endMs, pace_interval_ms: intervalMs, ...message } = row;
+        const { pace_end_ms: endMs, pace_interval_ms: intervalMs, sent_ids: _sent, ...message } = row;
         const k = slotOf.get(m.channelId) ?? 0;
         slotOf.set(m.channelId, k + 1);
         const n = perChannel.get(m.channelId)!;
@@ -151,48 +204,14 @@ export const messagesRepository = {
         stored.set(m.id, { message: message as MessageRow, paceWaitMs });
       }
     }
-    return inputs.map((m) => {
-      const entry = stored.get(m.id);
-      if (!entry) throw new Error(`outbound message ${m.id} was not stored`);
-      return entry;
-    });
-  },
-
-  /**
-   * Attempts accepted by the provider: each message `sent` with its event, in
-   * one statement for the whole batch. Answers the ids that were updated; a
-   * message whose attempt no longer owns it (settled by a status callback or
-   * another sender) is left alone and gets no event.
-   */
-  async markSentWithEvents(
-    q: Queryable,
-    items: Array<{ id: string; attempt: number; providerMessageId: string; event: OutboxMessage }>,
-  ): Promise<Set<string>> {
-    const rows = await runPrepared<{ id: string }>(
-      q,
-      "markSentWithEvents",
-      `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])
-           AS i(id, attempt, provider_message_id, msg_id, subject, payload)
-       ), m AS (
-         UPDATE ${SCHEMA}.messages x SET status = 'sent', provider_message_id = i.provider_message_id, lease_until = NULL,
-           next_attempt_at = NULL, error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
-         FROM input i WHERE x.id = i.id AND x.status = 'pending' AND x.attempts = i.attempt RETURNING x.id
-       ), o AS (
-         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
-         SELECT i.msg_id, i.subject, i.payload FROM input i JOIN m ON m.id = i.id RETURNING 1
-       )
-       SELECT id FROM m`,
-      [
-        items.map((i) => i.id),
-        items.map((i) => i.attempt),
-        items.map((i) => i.providerMessageId),
-        items.map((i) => i.event.msgId),
-        items.map((i) => i.event.subject),
-        items.map((i) => JSON.stringify(i.event.payload)),
-      ],
-    );
-    return new Set(rows.map((r) => r.id));
+    return {
+      stored: inputs.map((m) => {
+        const entry = stored.get(m.id);
+        if (!entry) throw new Error(`outbound message ${m.id} was not stored`);
+        return entry;
+      }),
+      sentIds,
+    };
   },
 
   /**
