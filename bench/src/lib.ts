@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import readline from "node:readline";
 import autocannon from "autocannon";
+import { SERVICE_NODE_ARGS } from "@platform/stack";
 
 export interface LoadResult {
   rps: number;
@@ -29,7 +30,7 @@ export function startChild(script: string, args: string[], env: NodeJS.ProcessEn
   return new Promise((resolve, reject) => {
     // BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the processes under test.
     const nodeArgs = process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(" ").filter(Boolean) : [];
-    const child = spawn(process.execPath, [...nodeArgs, script, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [...SERVICE_NODE_ARGS, ...nodeArgs, script, ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
     const rl = readline.createInterface({ input: child.stdout! });
     rl.on("line", (line) => {
       try {

@@ -78,6 +78,14 @@ export function reachable(host: string, port: number, timeoutMs = 1_000): Promis
   });
 }
 
+/**
+ * Node flags of every service process. A heap budget keeps each service well
+ * under 200 MB resident: live data is ~30–40 MB, but on a large machine V8
+ * lets garbage pile up to hundreds of MB before a full collection. The k8s
+ * manifests pass the same flag.
+ */
+export const SERVICE_NODE_ARGS = ["--max-old-space-size=128"];
+
 export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/messaging";
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -171,7 +179,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
 
   let stopping = false;
   const spawnProc = (p: Proc, color: number) => {
-    const child = spawn(process.execPath, [p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe"] });
+    const nodeArgs = p.name === "provider-simulator" ? [] : SERVICE_NODE_ARGS;
+    const child = spawn(process.execPath, [...nodeArgs, p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe"] });
     p.child = child;
     for (const stream of [child.stdout, child.stderr]) {
       readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color)));
