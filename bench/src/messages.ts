@@ -25,7 +25,7 @@ import { createTestEnvironment } from "@platform/testing";
 import { cpuReport, cpuSeconds, load, rssMb, startChild, stopChild } from "./lib";
 
 const RECIPIENTS = 2_000;
-const CHANNELS = 2;
+const CHANNELS = Number(process.env.BENCH_CHANNELS ?? 2);
 const DURATION_S = 12;
 /** Load levels (concurrent connections); BENCH_CONNECTIONS=4,64 overrides. */
 const LEVELS = (process.env.BENCH_CONNECTIONS ?? "4,16,64").split(",").map(Number);
