@@ -33,6 +33,8 @@ function junk(i: number): unknown {
     { to: "\u0000\u0000\u0000", text: "\ud800" },
     { to: "+".repeat(40), text: "hi" },
     { deep: JSON.parse("[".repeat(200) + "]".repeat(200)) },
+    { to: "+15550001111", text: "nul \u0000 inside" },
+    { action: "set", messagingChannelId: "ch_\u0000", phone: "+15550001111", reason: "\u0000" },
   ];
   return pick[i % pick.length];
 }
@@ -100,6 +102,16 @@ describe("e2e: contract rules on every route", function () {
       }
     });
   }
+
+  it("refuses NUL (%00) in paths and queries with 400, never a 500", async () => {
+    for (const path of ["/api/v1/contacts/%00", "/api/v1/contacts?cursor=%00", "/api/v1/conversations?limit=1%00", "/api/v1/contacts?phone=%2B1555%00"]) {
+      const res = await e2e.call("GET", path, { token: org.key });
+      expect(res.status, path).to.equal(400);
+      expect(res.body.error.code).to.equal("VALIDATION_ERROR");
+    }
+    const admin = await fetch(`${e2e.stack.url}/admin/v1/organizations/%00`, { headers: { Authorization: `Bearer ${e2e.stack.adminToken}` } });
+    expect(admin.status).to.equal(400);
+  });
 
   it("list endpoints validate limit and refuse cursors they did not issue", async () => {
     for (const path of ["/api/v1/contacts", "/api/v1/conversations"]) {

@@ -30,6 +30,21 @@ export function requestId(): RequestHandler {
   };
 }
 
+/**
+ * Refuses a URL carrying a NUL character (`%00`) in its path or query with
+ * 400 VALIDATION_ERROR: Postgres cannot store or compare NUL in text, so such
+ * a parameter would otherwise fail deep inside a query.
+ */
+export function refuseNulInUrl(): RequestHandler {
+  return (req, _res, next) => {
+    if (/%00|\u0000/i.test(req.originalUrl ?? req.url)) {
+      next(ApiError.validation([{ path: "url", message: "must not contain NUL (%00)" }]));
+      return;
+    }
+    next();
+  };
+}
+
 /** JSON body parsing; the error middleware maps its failures to INVALID_JSON / PAYLOAD_TOO_LARGE. */
 export function jsonBody(limit: string | number = "1mb"): RequestHandler {
   return express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });

@@ -2,7 +2,7 @@ import express, { type Express, type Router } from "express";
 import type { Logger } from "@platform/logging";
 import { healthRoutes, type ReadinessCheck } from "./health";
 import { createMetrics, type Metrics } from "./metrics";
-import { errorHandler, jsonBody, notFound, requestId, requireInternal } from "./middleware";
+import { errorHandler, jsonBody, notFound, refuseNulInUrl, requestId, requireInternal } from "./middleware";
 
 export interface ServiceAppOptions {
   service: string;
@@ -31,6 +31,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.use(metrics.router);
   app.use(metrics.middleware);
   app.use(requireInternal(opts.internalToken));
+  app.use(refuseNulInUrl());
   app.use(jsonBody(opts.bodyLimit ?? "1mb"));
   app.use(opts.routes);
   app.use(notFound());

@@ -15,9 +15,30 @@ export function parseBody<S extends z.ZodType>(schema: S, req: Request): z.infer
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
     throw ApiError.validation([{ path: "body", message: "a JSON object body is required (Content-Type: application/json)" }]);
   }
+  const nul = nulPath(body, "");
+  if (nul !== undefined) throw ApiError.validation([{ path: nul || "body", message: NUL_MESSAGE }]);
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw ApiError.validation(zodDetails(parsed.error));
   return parsed.data;
+}
+
+const NUL_MESSAGE = "must not contain NUL (\\u0000) characters";
+
+/**
+ * The dotted path of the first string (value or key) holding a NUL character,
+ * or undefined. Postgres cannot store NUL in text or jsonb, so such input is
+ * refused as a validation error rather than failing in the database.
+ */
+export function nulPath(value: unknown, path: string): string | undefined {
+  if (typeof value === "string") return value.includes("\u0000") ? path : undefined;
+  if (value === null || typeof value !== "object") return undefined;
+  for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
+    const childPath = path ? `${path}.${key}` : key;
+    if (key.includes("\u0000")) return path || "body";
+    const found = nulPath(child, childPath);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** Parses query parameters; paths read `query.limit`. Repeated parameters are refused, not silently merged. */
@@ -34,6 +55,7 @@ export function parseQuery<S extends z.ZodType>(schema: S, req: Request): z.infe
 
 /** Parses a value that is not a body or query (a header, a path parameter). */
 export function parseValue<S extends z.ZodType>(schema: S, value: unknown, path: string): z.infer<S> {
+  if (nulPath(value, path) !== undefined) throw ApiError.validation([{ path, message: NUL_MESSAGE }]);
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw ApiError.validation(zodDetails(parsed.error, path));
   return parsed.data;

@@ -47,6 +47,17 @@ describe("http kit", () => {
     expect((await request(app()).get("/things").set(internal).expect(200)).body).to.deep.equal({ limit: 25 });
   });
 
+  it("refuses NUL characters (Postgres cannot store them) in bodies, keys and URLs with VALIDATION_ERROR", async () => {
+    let res = await request(app()).post("/things").set(internal).send({ name: "a\u0000b" }).expect(400);
+    expect(res.body.error.details).to.deep.equal([{ path: "name", message: "must not contain NUL (\\u0000) characters" }]);
+    res = await request(app()).post("/things").set(internal).send({ name: "ok", items: [{ n: 1, "k\u0000": 2 }] }).expect(400);
+    expect(res.body.error.details[0].path).to.equal("items.0");
+    res = await request(app()).get("/things?limit=%00").set(internal).expect(400);
+    expect(res.body.error.details[0].path).to.equal("url");
+    await request(app()).get("/things/%00").set(internal).expect(400);
+    await request(app()).get("/things/%00").expect(401);
+  });
+
   it("answers INVALID_JSON, PAYLOAD_TOO_LARGE and a missing body", async () => {
     let res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").send("{oops").expect(400);
     expect(res.body.error.code).to.equal("INVALID_JSON");

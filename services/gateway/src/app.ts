@@ -4,7 +4,7 @@ import type { DataSource } from "typeorm";
 import { SUBJECTS } from "@platform/contracts";
 import { OutboxRelay, type Bus } from "@platform/bus";
 import { pingDatabase } from "@platform/db";
-import { CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, requestId, type Metrics } from "@platform/http";
+import { CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
 import { createApiFront, isApiPath } from "./api-front";
 import { adminAuth } from "./auth/middleware";
@@ -94,7 +94,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const proxies = new Map(ROUTES.map((r) => [r.name, proxyTo(env[r.service] as string | undefined, { ...proxyOpts, service: r.name })]));
 
   // --- /admin/v1 --------------------------------------------------------
-  app.use("/admin/v1", adminAuth(env.ADMIN_TOKEN));
+  app.use("/admin/v1", adminAuth(env.ADMIN_TOKEN), refuseNulInUrl());
   const admin = express.Router();
   for (const route of ROUTES) {
     for (const resource of route.admin) {

@@ -1,7 +1,10 @@
 import { expect } from "chai";
 import { startService } from "@platform/service";
 import { eventually } from "@platform/testing";
+import { newId } from "@platform/id";
 import { definition } from "../src/service";
+import { messageStatusEvent } from "../src/use-cases/events";
+import { SendWrites } from "../src/use-cases/send-writes";
 import {
   api,
   createChannel,
@@ -189,6 +192,27 @@ describe("POST /api/v1/messages (happy paths)", () => {
     } finally {
       await replica2.stop();
     }
+  });
+
+  it("keeps an accepted attempt's sent mark when a store sharing its batch fails", async () => {
+    const db = h.svc.deps.db;
+    const writes = new SendWrites(db);
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const input = (text: string) => ({ id: newId("message"), organizationId: org, channelId: channel.id, contactId: newId("contact"), phone: uniquePhone(), text, leaseMs: 5_000 });
+    const { message } = await writes.store(input("first"));
+    expect(message.status).to.equal("pending");
+    // The first write runs alone; the next two wait for it and share one batch (one statement).
+    const lead = writes.store(input("lead"));
+    const broken = writes.store(input("text Postgres refuses: \u0000"));
+    const sent = { ...message, status: "sent" as const, provider_message_id: "wamid.ok" };
+    const mark = writes.markSent({ id: message.id, attempt: 1, providerMessageId: "wamid.ok", event: messageStatusEvent(sent, "sent") });
+    await lead;
+    const [brokenResult, markResult] = await Promise.allSettled([broken, mark]);
+    expect(brokenResult.status).to.equal("rejected");
+    expect(markResult).to.deep.equal({ status: "fulfilled", value: true });
+    const rows = await db.query(`SELECT status, provider_message_id FROM messaging.messages WHERE id = $1`, [message.id]);
+    expect(rows[0]).to.deep.equal({ status: "sent", provider_message_id: "wamid.ok" });
   });
 
   it("answers 200 with providerMessageId null on a transient failure, then sends in the background", async () => {

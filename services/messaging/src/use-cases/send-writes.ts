@@ -6,6 +6,15 @@ import { conversationEvent } from "./events";
 type Write = { kind: "store"; input: OutboundInput } | { kind: "sent"; mark: SentMarkInput };
 type Stored = { message: MessageRow; paceWaitMs: number };
 
+/** One part of a batch failed while the other succeeded: its callers get the error. */
+class Failed {
+  constructor(readonly error: unknown) {}
+  static unwrap<T>(value: T | Failed): T {
+    if (value instanceof Failed) throw value.error;
+    return value;
+  }
+}
+
 /**
  * The send path's writes, coalesced (`Batcher`): new messages to store (with
  * their pacing slots) and accepted attempts to mark `sent`, from every
@@ -13,9 +22,11 @@ type Stored = { message: MessageRow; paceWaitMs: number };
  * commit per batch (`messagesRepository.writeSendBatch`).
  */
 export class SendWrites {
-  private readonly batcher: Batcher<Write, Stored | boolean>;
+  private readonly batcher: Batcher<Write, Stored | boolean | Failed>;
 
   constructor(db: Queryable) {
+    const write = (inputs: OutboundInput[], marks: SentMarkInput[]) =>
+      messagesRepository.writeSendBatch(db, inputs, marks, (c) => conversationEvent(c, "conversation.opened"));
     this.batcher = new Batcher(async (_key, writes) => {
       const inputs: OutboundInput[] = [];
       const marks: SentMarkInput[] = [];
@@ -23,20 +34,34 @@ export class SendWrites {
         if (w.kind === "store") inputs.push(w.input);
         else marks.push(w.mark);
       }
-      const { stored, sentIds } = await messagesRepository.writeSendBatch(db, inputs, marks, (c) => conversationEvent(c, "conversation.opened"));
+      let stored: Stored[] | Failed;
+      let sentIds: Set<string> | Failed;
+      try {
+        ({ stored, sentIds } = await write(inputs, marks));
+      } catch (err) {
+        if (inputs.length === 0 || marks.length === 0) throw err;
+        // The statement failed as a whole (and changed nothing): each part again on its own, so that a
+        // problem with one new message never costs an attempt the provider accepted its `sent` mark.
+        const [s, m] = await Promise.allSettled([write(inputs, []), write([], marks)]);
+        stored = s.status === "fulfilled" ? s.value.stored : new Failed(s.reason);
+        sentIds = m.status === "fulfilled" ? m.value.sentIds : new Failed(m.reason);
+      }
       let k = 0;
-      return writes.map((w) => (w.kind === "store" ? stored[k++] : sentIds.has(w.mark.id)));
+      return writes.map((w) => {
+        if (w.kind === "store") return stored instanceof Failed ? stored : stored[k++];
+        return sentIds instanceof Failed ? sentIds : sentIds.has(w.mark.id);
+      });
     }, 200);
   }
 
   /** Stores a new outbound text (`pending`, leased) and reserves its pacing slot; answers the row and how long to wait for the slot. */
-  store(input: OutboundInput): Promise<Stored> {
-    return this.batcher.submit("send", { kind: "store", input }) as Promise<Stored>;
+  async store(input: OutboundInput): Promise<Stored> {
+    return Failed.unwrap(await this.batcher.submit("send", { kind: "store", input })) as Stored;
   }
 
   /** Marks an accepted attempt `sent` with its event; false when the attempt no longer owns the message. */
-  markSent(mark: SentMarkInput): Promise<boolean> {
-    return this.batcher.submit("send", { kind: "sent", mark }) as Promise<boolean>;
+  async markSent(mark: SentMarkInput): Promise<boolean> {
+    return Failed.unwrap(await this.batcher.submit("send", { kind: "sent", mark })) as boolean;
   }
 
   /** Statements run so far (for tests). */
