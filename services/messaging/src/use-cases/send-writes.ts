@@ -1,7 +1,10 @@
+import { sqlState } from "@platform/db";
 import { Batcher } from "@platform/runtime";
 import { messagesRepository, type MessageRow, type OutboundInput, type SentMarkInput } from "../db/repositories/messages.repository";
 import type { Queryable } from "../db/repositories/queryable";
 import { conversationEvent } from "./events";
+
+const DEADLOCK_DETECTED = "40P01";
 
 type Write = { kind: "store"; input: OutboundInput } | { kind: "sent"; mark: SentMarkInput };
 type Stored = { message: MessageRow; paceWaitMs: number };
@@ -25,8 +28,17 @@ export class SendWrites {
   private readonly batcher: Batcher<Write, Stored | boolean | Failed>;
 
   constructor(db: Queryable) {
-    const write = (inputs: OutboundInput[], marks: SentMarkInput[]) =>
-      messagesRepository.writeSendBatch(db, inputs, marks, (c) => conversationEvent(c, "conversation.opened"));
+    const write = async (inputs: OutboundInput[], marks: SentMarkInput[]) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await messagesRepository.writeSendBatch(db, inputs, marks, (c) => conversationEvent(c, "conversation.opened"));
+        } catch (err) {
+          // A deadlock with another transaction (an inbound batch touching the same conversations in
+          // another order) rolled the whole statement back: run it again.
+          if (sqlState(err) !== DEADLOCK_DETECTED || attempt >= 3) throw err;
+        }
+      }
+    };
     this.batcher = new Batcher(async (_key, writes) => {
       const inputs: OutboundInput[] = [];
       const marks: SentMarkInput[] = [];

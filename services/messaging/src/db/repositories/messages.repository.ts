@@ -71,7 +71,9 @@ const STORE_CTES = `input AS (
     INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
     SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
            date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
-    FROM input
+    -- Reading pace makes the pacing rows be locked first; conversations are then locked in key order.
+    FROM input, (SELECT count(*) FROM pace) AS paced
+    ORDER BY channel_id, contact_id
     ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
     DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
     RETURNING id, channel_id, contact_id, (xmax = 0) AS opened
@@ -117,8 +119,9 @@ export const messagesRepository = {
    *   its first provider call, with their conversations (opened when none is
    *   open, with `conversation.opened`), and each one's pacing slot reserved
    *   on its channel (the GCRA of ADR 0003: the next `n` emission intervals
-   *   per channel; pacing rows locked in channel id order, so concurrent
-   *   batches never deadlock);
+   *   per channel). Locks are taken in one order, pacing rows by channel id
+   *   and then conversations by (channel, contact), so concurrent batches of
+   *   several replicas never deadlock one another;
    * - attempts the provider accepted marked `sent` with their events. A
    *   message whose attempt no longer owns it (settled by a status callback
    *   or another sender) is left alone and gets no event.
