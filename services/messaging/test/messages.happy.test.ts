@@ -194,6 +194,39 @@ describe("POST /api/v1/messages (happy paths)", () => {
     }
   });
 
+  it("two replicas sending to the same contacts at once: every send 200, one conversation per contact, slots never shared", async function () {
+    this.timeout(30_000);
+    const replica2 = await startService(definition, serviceEnv(h.env, h.sim.url), { exitOnConfigError: false });
+    try {
+      const other = { ...h, svc: replica2 as Harness["svc"] };
+      const org = newOrg();
+      const channel = await createChannel(h, org, { messagesPerSecond: 1000 });
+      const phones = Array.from({ length: 6 }, () => uniquePhone());
+      for (const p of phones) await receiveInbound(h, channel, p);
+      // Each replica gets the numbers in the opposite order.
+      const answers = await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          i % 2 === 0
+            ? api(h, org).post("/api/v1/messages").send({ to: phones[(i >> 1) % 6], text: `a ${i}` })
+            : api(other, org).post("/api/v1/messages").send({ to: phones[5 - ((i >> 1) % 6)], text: `b ${i}` }),
+        ),
+      );
+      for (const a of answers) expect(a.status, JSON.stringify(a.body)).to.equal(200);
+      const rows = await h.svc.deps.db.query(
+        `SELECT contact_id, count(DISTINCT conversation_id)::int AS conversations, count(*)::int AS messages
+         FROM messaging.messages WHERE organization_id = $1 AND direction = 'outbound' GROUP BY contact_id`,
+        [org],
+      );
+      expect(rows).to.have.length(6);
+      for (const r of rows) expect(r).to.include({ conversations: 1, messages: 10 });
+      const times = answers.map((a) => providerRequestsFor(h, a.body.id)[0].receivedAt).sort((x, y) => x - y);
+      // 1,000 per second: 60 sends take at least 59 intervals of 1 ms.
+      expect(times[times.length - 1] - times[0]).to.be.at.least(55);
+    } finally {
+      await replica2.stop();
+    }
+  });
+
   it("keeps an accepted attempt's sent mark when a store sharing its batch fails", async () => {
     const db = h.svc.deps.db;
     const writes = new SendWrites(db);
