@@ -62,8 +62,11 @@ export async function rssMb(pid: number | undefined): Promise<number> {
   return Math.round(kb / 1024);
 }
 
-/** CPU seconds (user + system) used so far by each process whose command name matches, plus the given pids (Linux /proc). */
-export async function cpuSeconds(pids: Record<string, number | undefined>, commands: string[] = ["postgres", "nats-server"]): Promise<Record<string, number>> {
+/** CPU seconds (user + system) used so far by the given pids, and by every process whose command name matches (per pid), from Linux /proc. */
+export async function cpuSeconds(
+  pids: Record<string, number | undefined>,
+  commands: string[] = ["postgres", "nats-server"],
+): Promise<Record<string, Record<string, number>>> {
   const { readFile, readdir } = await import("node:fs/promises");
   const tick = 100; // USER_HZ on Linux
   const read = async (pid: number | string): Promise<{ comm: string; cpu: number } | undefined> => {
@@ -74,23 +77,28 @@ export async function cpuSeconds(pids: Record<string, number | undefined>, comma
     const fields = stat.slice(close + 2).split(" ");
     return { comm, cpu: (Number(fields[11]) + Number(fields[12])) / tick };
   };
-  const out: Record<string, number> = {};
+  const out: Record<string, Record<string, number>> = {};
   for (const [name, pid] of Object.entries(pids)) {
     const r = pid ? await read(pid) : undefined;
-    out[name] = r?.cpu ?? NaN;
+    out[name] = { [String(pid)]: r?.cpu ?? NaN };
   }
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const r = await read(entry);
-    if (r && commands.includes(r.comm)) out[r.comm] = (out[r.comm] ?? 0) + r.cpu;
+    if (r && commands.includes(r.comm)) (out[r.comm] ??= {})[entry] = r.cpu;
   }
   return out;
 }
 
-/** Per-process CPU use between two `cpuSeconds` readings, as a markdown line. */
-export function cpuReport(before: Record<string, number>, after: Record<string, number>, seconds: number, count: number): string {
+/**
+ * Per-process CPU use between two `cpuSeconds` readings, as a markdown line.
+ * Per pid, so that Postgres backends that start during the run count from 0;
+ * the CPU of backends that exited meanwhile is not seen.
+ */
+export function cpuReport(before: Record<string, Record<string, number>>, after: Record<string, Record<string, number>>, seconds: number, count: number): string {
   const parts = Object.keys(after).map((k) => {
-    const used = after[k] - (before[k] ?? 0);
+    let used = 0;
+    for (const [pid, cpu] of Object.entries(after[k])) used += Math.max(0, cpu - (before[k]?.[pid] ?? 0));
     return `${k} ${Math.round((used / seconds) * 100)}% (${((used / count) * 1000).toFixed(2)} ms/req)`;
   });
   return `CPU by process: ${parts.join(", ")}.`;

@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { Client } from "pg";
+import { Client, Pool } from "pg";
 import { DataSource, type EntitySchema, type MixedList } from "typeorm";
 
 export { DataSource } from "typeorm";
@@ -57,13 +57,7 @@ export function createDataSource(opts: DatabaseOptions): DataSource {
     synchronize: false,
     logging: false,
     applicationName: opts.applicationName ?? opts.schema,
-    extra: {
-      max: opts.poolSize ?? 10,
-      connectionTimeoutMillis: 5_000,
-      idleTimeoutMillis: 30_000,
-      // Only `queryPrepared` statements are prepared: plan them once per connection, not on every call.
-      options: "-c plan_cache_mode=force_generic_plan",
-    },
+    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 },
   });
 }
 
@@ -117,21 +111,44 @@ export interface SqlRunner {
   query(sql: string, params?: unknown[]): Promise<any>;
 }
 
-interface PgPool {
-  query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
-}
+const hotPools = new WeakMap<DataSource, Pool>();
 
 /**
- * Runs a hot-path statement as a named prepared statement when `q` is a
- * DataSource: Postgres parses and plans it once per pooled connection instead
- * of on every call (on the send path, parsing was the larger part of
- * Postgres's CPU). Inside a transaction (an EntityManager) it runs as a plain
- * query on the transaction's connection. `name` must be unique per SQL text.
- * Answers the rows, also for UPDATE/DELETE … RETURNING.
+ * The DataSource's pool for hot prepared statements: a few connections of
+ * its own with `plan_cache_mode=force_generic_plan`, so each statement is
+ * parsed and planned once per connection. (Set on TypeORM's pool, that mode
+ * would give every parameterized query a generic plan, and keyset pages
+ * lost their index-only scans.) Ended with the DataSource.
  */
+function hotPoolOf(ds: DataSource): Pool {
+  let pool = hotPools.get(ds);
+  if (pool) return pool;
+  const opts = ds.options as { url?: string; applicationName?: string };
+  pool = new Pool({
+    connectionString: opts.url,
+    max: 4,
+    application_name: `${opts.applicationName ?? "service"}:hot`,
+    options: "-c plan_cache_mode=force_generic_plan",
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle connection dropped by the server (restart, database dropped) is replaced on next use.
+  pool.on("error", () => undefined);
+  hotPools.set(ds, pool);
+  const destroy = ds.destroy.bind(ds);
+  const hot = pool;
+  ds.destroy = async () => {
+    hotPools.delete(ds);
+    await hot.end().catch(() => undefined);
+    return destroy();
+  };
+  return pool;
+}
+
 export async function queryPrepared<T = any>(q: SqlRunner, name: string, text: string, values: unknown[]): Promise<T[]> {
-  const pool = (q as { driver?: { master?: PgPool } }).driver?.master;
-  if (pool) return (await pool.query({ name, text, values })).rows as T[];
+  if (q instanceof DataSource || (q as { driver?: unknown }).driver) {
+    return (await hotPoolOf(q as DataSource).query({ name, text, values })).rows as T[];
+  }
   const result = await q.query(text, values);
   // TypeORM answers UPDATE and DELETE (also inside a WITH) with [rows, rowCount].
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === "number") return result[0] as T[];

@@ -34,21 +34,31 @@ describe("db", () => {
     await Promise.all(sources.map((s) => s.destroy()));
   });
 
-  it("runs hot statements prepared once per connection, and plainly inside a transaction", async () => {
+  it("runs hot statements prepared, planned once, on a pool of their own; plainly inside a transaction", async () => {
     await ensureDatabase(url);
-    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1 }).initialize();
+    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-hot" }).initialize();
     try {
       await ds.query(`CREATE SCHEMA IF NOT EXISTS dbtest; CREATE TABLE IF NOT EXISTS dbtest.counters (id int PRIMARY KEY)`);
       await ds.query(`INSERT INTO dbtest.counters VALUES (1)`);
       const bump = `UPDATE dbtest.counters SET id = id + $1 RETURNING id`;
       expect(await queryPrepared(ds, "dbtest.bump", bump, [1])).to.deep.equal([{ id: 2 }]);
       expect(await queryPrepared(ds, "dbtest.bump", bump, [1])).to.deep.equal([{ id: 3 }]);
-      const prepared = await ds.query(`SELECT name FROM pg_prepared_statements`);
-      expect(prepared.map((r: { name: string }) => r.name)).to.deep.equal(["dbtest.bump"]);
+      // Sequential calls reuse the hot pool's last connection: the statement is there, planned generically.
+      const [stmt] = await queryPrepared(ds, "dbtest.prepared", `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, ["dbtest.bump"]);
+      expect(stmt).to.deep.equal({ name: "dbtest.bump", generic_plans: "2", custom_plans: "0" });
+      // TypeORM's own pool keeps the default: its parameterized queries get custom plans.
+      expect((await ds.query(`SHOW plan_cache_mode`))[0].plan_cache_mode).to.equal("auto");
       const inTx = await ds.transaction((tx) => queryPrepared(tx, "dbtest.bump", bump, [-2]));
       expect(inTx).to.deep.equal([{ id: 1 }]);
     } finally {
       await ds.destroy();
+    }
+    const check = await createDataSource({ url, schema: "public", entities: [], migrations: [] }).initialize();
+    try {
+      const rows = await check.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'dbtest-hot:hot'`);
+      expect(rows[0].n, "the hot pool ends with its DataSource").to.equal(0);
+    } finally {
+      await check.destroy();
     }
   });
 });
