@@ -1,5 +1,5 @@
 import { Client } from "pg";
-import type { DataSource, EntityManager } from "typeorm";
+import type { EntityManager } from "typeorm";
 import { eventSubject, type EventData, type EventType } from "@platform/contracts";
 import { newId } from "@platform/id";
 import type { Logger } from "@platform/logging";
@@ -67,23 +67,36 @@ export async function enqueue(manager: EntityManager, schema: string, messages: 
 }
 
 export interface RelayOptions {
-  dataSource: DataSource;
   databaseUrl: string;
   schema: string;
   bus: Bus;
   log: Logger;
   batchSize?: number;
-  /** Safety-net poll when no NOTIFY arrives (lost listener connection). */
+  /** Safety-net poll when no NOTIFY arrives. */
   pollMs?: number;
   /**
    * After a wake-up, wait this long so the events of concurrent transactions
-   * go out in one batch (one claim, one delete) instead of one round trip each.
+   * go out in one batch (one select, one delete) instead of one round trip each.
    */
   coalesceMs?: number;
+  /** How often a replica that is not the relay checks whether it should become it. */
+  standbyRetryMs?: number;
 }
 
+type OutboxRow = { id: string; msg_id: string; subject: string; payload: string };
+
+/**
+ * Publishes a schema's outbox. One replica at a time is the relay: the one
+ * whose connection holds the session advisory lock `outbox:<schema>` (the
+ * others retry it every `standbyRetryMs` and take over when that connection
+ * ends). The relay's own connection listens for the outbox NOTIFY and drains
+ * with two prepared statements per batch, select in id order then delete, no
+ * transaction and no row locks: nobody else deletes. Publishing before
+ * deleting means a crash in between publishes again, which the stream's
+ * duplicate window drops.
+ */
 export class OutboxRelay {
-  private listener?: Client;
+  private client?: Client;
   private stopped = false;
   private wake?: () => void;
   private loop?: Promise<void>;
@@ -91,23 +104,41 @@ export class OutboxRelay {
 
   constructor(private readonly opts: RelayOptions) {}
 
+  /** True while this replica is the schema's relay. */
+  get active(): boolean {
+    return this.client !== undefined;
+  }
+
   start(): void {
     this.loop = this.run();
   }
 
-  private async listen(): Promise<void> {
+  /** Connects and takes the relay role if it is free; false when another replica has it. */
+  private async takeRole(): Promise<boolean> {
+    const client = new Client({
+      connectionString: this.opts.databaseUrl,
+      application_name: `${this.opts.schema}:outbox-relay`,
+      options: "-c plan_cache_mode=force_generic_plan",
+    });
+    client.on("error", () => {
+      if (this.client === client) this.client = undefined;
+      this.wake?.();
+    });
+    await client.connect();
     try {
-      const client = new Client({ connectionString: this.opts.databaseUrl });
+      const { rows } = await client.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [`outbox:${this.opts.schema}`]);
+      if (!rows[0].locked) {
+        await client.end();
+        return false;
+      }
       client.on("notification", () => this.poke());
-      client.on("error", () => {
-        this.listener = undefined;
-      });
-      await client.connect();
       await client.query(`LISTEN ${quoteIdent(`${this.opts.schema}_outbox`)}`);
-      this.listener = client;
     } catch (err) {
-      this.opts.log.warn({ err: (err as Error).message }, "outbox listener not connected; polling");
+      await client.end().catch(() => undefined);
+      throw err;
     }
+    this.client = client;
+    return true;
   }
 
   private poke(): void {
@@ -115,10 +146,33 @@ export class OutboxRelay {
     this.wake?.();
   }
 
+  /** Sleeps up to `ms`, or until poked or stopped. */
+  private async idle(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+  }
+
   private async run(): Promise<void> {
-    await this.listen();
     let failures = 0;
     while (!this.stopped) {
+      if (!this.client) {
+        const taken = await this.takeRole().catch((err: Error) => {
+          this.opts.log.warn({ schema: this.opts.schema, err: err.message }, "outbox relay cannot connect; retrying");
+          return false;
+        });
+        if (!taken) {
+          await this.idle(this.opts.standbyRetryMs ?? 1_000);
+          continue;
+        }
+        failures = 0;
+        this.pending = true;
+      }
       let published = 0;
       try {
         this.pending = false;
@@ -127,59 +181,43 @@ export class OutboxRelay {
       } catch (err) {
         failures++;
         this.opts.log.warn({ err: (err as Error).message, failures }, "outbox relay failed, retrying");
-        await new Promise((r) => setTimeout(r, Math.min(5_000, 200 * 2 ** failures)));
+        // Give the role up with the connection: another replica (or this one, reconnected) takes over.
+        const client = this.client;
+        this.client = undefined;
+        await client?.end().catch(() => undefined);
+        await this.idle(Math.min(5_000, 200 * 2 ** failures));
         continue;
       }
       if (published >= (this.opts.batchSize ?? 500)) continue;
-      if (!this.pending) {
-        if (!this.listener && !this.stopped) void this.listen();
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, this.opts.pollMs ?? (this.listener ? 1_000 : 100));
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = undefined;
-      }
+      if (!this.pending) await this.idle(this.opts.pollMs ?? 1_000);
       if (!this.stopped) await new Promise((r) => setTimeout(r, this.opts.coalesceMs ?? 5));
     }
   }
 
-  /** Publishes one batch; returns how many messages went out. */
+  /** Publishes one batch when this replica is the relay; returns how many messages went out. */
   async drainOnce(): Promise<number> {
-    const runner = this.opts.dataSource.createQueryRunner();
-    await runner.connect();
-    try {
-      await runner.startTransaction();
-      const rows: Array<{ id: string; msg_id: string; subject: string; payload: string }> = await runner.query(
-        `SELECT id, msg_id, subject, payload FROM ${quoteIdent(this.opts.schema)}.outbox
-         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [this.opts.batchSize ?? 500],
-      );
-      if (rows.length === 0) {
-        await runner.commitTransaction();
-        return 0;
-      }
-      // Publishes are pipelined in id order on one connection, so the stream keeps that order.
-      await Promise.all(rows.map((r) => this.opts.bus.publish(r.subject, r.payload, { msgId: r.msg_id })));
-      await runner.query(`DELETE FROM ${quoteIdent(this.opts.schema)}.outbox WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
-      await runner.commitTransaction();
-      return rows.length;
-    } catch (err) {
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-      throw err;
-    } finally {
-      await runner.release();
-    }
+    const client = this.client;
+    if (!client) return 0;
+    const schema = quoteIdent(this.opts.schema);
+    const { rows } = await client.query<OutboxRow>({
+      name: `outbox.select`,
+      text: `SELECT id, msg_id, subject, payload FROM ${schema}.outbox ORDER BY id LIMIT $1`,
+      values: [this.opts.batchSize ?? 500],
+    });
+    if (rows.length === 0) return 0;
+    // Publishes are pipelined in id order on one connection, so the stream keeps that order.
+    await Promise.all(rows.map((r) => this.opts.bus.publish(r.subject, r.payload, { msgId: r.msg_id })));
+    await client.query({ name: `outbox.delete`, text: `DELETE FROM ${schema}.outbox WHERE id = ANY($1::bigint[])`, values: [rows.map((r) => r.id)] });
+    return rows.length;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
     await this.loop;
-    // One last drain so nothing committed waits for the next start.
+    // One last drain so nothing committed waits for the next start; ending the connection frees the role.
     await this.drainOnce().catch(() => undefined);
-    await this.listener?.end().catch(() => undefined);
+    await this.client?.end().catch(() => undefined);
+    this.client = undefined;
   }
 }

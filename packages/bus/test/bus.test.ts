@@ -83,7 +83,7 @@ describe("bus (real NATS)", () => {
     await ds.initialize();
     await ds.query(`CREATE SCHEMA IF NOT EXISTS relaytest`);
     for (const sql of outboxTableSql("relaytest").up) await ds.query(sql);
-    const relay = new OutboxRelay({ dataSource: ds, databaseUrl: env.databaseUrl, schema: "relaytest", bus, log });
+    const relay = new OutboxRelay({ databaseUrl: env.databaseUrl, schema: "relaytest", bus, log });
     relay.start();
     const received: string[] = [];
     await bus.consume({
@@ -106,6 +106,41 @@ describe("bus (real NATS)", () => {
     const left = await ds.query(`SELECT count(*)::int AS n FROM relaytest.outbox`);
     expect(left[0].n).to.equal(0);
     await relay.stop();
+    await ds.destroy();
+  });
+
+  it("runs one relay per schema across replicas; another takes over when it stops", async () => {
+    await ensureDatabase(env.databaseUrl);
+    const ds = createDataSource({ url: env.databaseUrl, schema: "relayha", entities: [], migrations: [] });
+    await ds.initialize();
+    await ds.query(`CREATE SCHEMA IF NOT EXISTS relayha`);
+    for (const sql of outboxTableSql("relayha").up) await ds.query(sql);
+    const options = { databaseUrl: env.databaseUrl, schema: "relayha", bus, log, standbyRetryMs: 100 };
+    const a = new OutboxRelay(options);
+    const b = new OutboxRelay(options);
+    a.start();
+    await eventually(() => a.active, 5_000);
+    b.start();
+    const received: string[] = [];
+    await bus.consume({
+      stream: STREAMS.events,
+      durable: "outbox-ha-test",
+      subject: { subject: "evt.webhook.test.v1", schema: z.any() },
+      handler: async (p) => {
+        if (p.data.webhookId?.startsWith("ha_")) received.push(p.data.webhookId);
+      },
+    });
+    const send = (id: string) => ds.transaction((m) => enqueue(m, "relayha", [domainEvent("webhook.test", "org_x", { webhookId: id })]));
+    await send("ha_1");
+    await eventually(() => received.length === 1, 5_000);
+    expect(b.active, "one relay at a time").to.equal(false);
+
+    await a.stop();
+    await send("ha_2");
+    await eventually(() => received.length === 2, 5_000);
+    expect(b.active).to.equal(true);
+    expect(received).to.deep.equal(["ha_1", "ha_2"]);
+    await b.stop();
     await ds.destroy();
   });
 });

@@ -82,7 +82,7 @@ export async function startService<S extends z.ZodRawShape>(
   const deps: ServiceDeps<ServiceEnv<S>> = { env, log, db, bus, metrics, schema: def.schema };
 
   if (def.outbox !== false) {
-    const relay = new OutboxRelay({ dataSource: db, databaseUrl: env.DATABASE_URL, schema: def.schema, bus, log });
+    const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: def.schema, bus, log });
     relay.start();
     lifecycle.onStop("outbox relay", () => relay.stop());
   }

@@ -64,7 +64,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   bus.onReconnect(() => cache.clear());
   cache.startUsageFlush();
   limiter.start();
-  const relay = new OutboxRelay({ dataSource: db, databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
+  const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
   relay.start();
 
   const app = express();
