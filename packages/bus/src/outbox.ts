@@ -83,6 +83,9 @@ export interface RelayOptions {
   standbyRetryMs?: number;
 }
 
+/** Postgres ends the active relay's session after this long without a query (PostgreSQL 14+). */
+const RELAY_IDLE_SESSION_TIMEOUT_MS = 15_000;
+
 type OutboxRow = { id: string; msg_id: string; subject: string; payload: string };
 
 /**
@@ -118,7 +121,10 @@ export class OutboxRelay {
     const client = new Client({
       connectionString: this.opts.databaseUrl,
       application_name: `${this.opts.schema}:outbox-relay`,
-      options: "-c plan_cache_mode=force_generic_plan",
+      // The active relay queries at least every poll (1 s). Should it vanish without closing its
+      // connection (a network partition), the server ends the idle session and frees the role.
+      options: `-c plan_cache_mode=force_generic_plan -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
+      keepAlive: true,
     });
     client.on("error", () => {
       if (this.client === client) this.client = undefined;
@@ -189,7 +195,7 @@ export class OutboxRelay {
         continue;
       }
       if (published >= (this.opts.batchSize ?? 500)) continue;
-      if (!this.pending) await this.idle(this.opts.pollMs ?? 1_000);
+      if (!this.pending) await this.idle(Math.min(this.opts.pollMs ?? 1_000, RELAY_IDLE_SESSION_TIMEOUT_MS / 3));
       if (!this.stopped) await new Promise((r) => setTimeout(r, this.opts.coalesceMs ?? 5));
     }
   }
