@@ -10,7 +10,10 @@
  * which asks contacts over the bus and calls the simulator. Statuses are not
  * posted back (no webhook URL), so the load is the send path alone; 2,000
  * recipients each have an open service window, spread over two channels of
- * 1,000 messages per second.
+ * 1,000 messages per second (BENCH_CHANNELS changes the count). One run per
+ * load level (4, 16 and 64 connections; BENCH_CONNECTIONS=8,32 changes them),
+ * with each process's CPU per request, since throughput and latency trade
+ * against each other through the concurrency.
  */
 import { createHash } from "node:crypto";
 import path from "node:path";
