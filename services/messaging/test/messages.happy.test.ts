@@ -268,6 +268,30 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(1);
   });
 
+  it("gives up after 24 hours of transient failures: failed with message.failed, no more attempts", async function () {
+    this.timeout(20_000);
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 2 });
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "too late" });
+    expect(res.status).to.equal(200);
+    expect(res.body.providerMessageId).to.equal(null);
+    // As if the message had been retried for a day: the next failure is its last.
+    await h.svc.deps.db.query(`UPDATE messaging.messages SET created_at = created_at - interval '25 hours' WHERE id = $1`, [res.body.id]);
+    const failed = await eventually(() => {
+      const list = eventsOf(h, "message.failed", (d) => d.messageId === res.body.id);
+      return list.length ? list : undefined;
+    }, 15_000);
+    expect(failed[0].data.error.code).to.equal("2");
+    const [row] = await h.svc.deps.db.query(`SELECT status, attempts FROM messaging.messages WHERE id = $1`, [res.body.id]);
+    expect(row).to.deep.equal({ status: "failed", attempts: 2 });
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(providerRequestsFor(h, res.body.id).map((c) => c.responseStatus)).to.deep.equal([503, 503]);
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(0);
+  });
+
   it("treats 130429 as transient whatever its HTTP status, and a timeout too", async () => {
     const org = newOrg();
     const channel = await createChannel(h, org);
