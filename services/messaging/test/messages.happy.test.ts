@@ -246,6 +246,17 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(markResult).to.deep.equal({ status: "fulfilled", value: true });
     const rows = await db.query(`SELECT status, provider_message_id FROM messaging.messages WHERE id = $1`, [message.id]);
     expect(rows[0]).to.deep.equal({ status: "sent", provider_message_id: "wamid.ok" });
+
+    // A contact repeated in a batch goes in a second statement; when that one fails, the first stands.
+    const again = writes.store(input("lead again"));
+    const good = input("first to this contact");
+    const repeat = { ...input("same contact, refused: \u0000"), contactId: good.contactId, phone: good.phone };
+    const [goodResult, repeatResult] = await Promise.allSettled([writes.store(good), writes.store(repeat)]);
+    await again;
+    expect(goodResult.status).to.equal("fulfilled");
+    expect(repeatResult.status).to.equal("rejected");
+    const stored = await db.query(`SELECT id FROM messaging.messages WHERE contact_id = $1`, [good.contactId]);
+    expect(stored.map((r: { id: string }) => r.id)).to.deep.equal([good.id]);
   });
 
   it("answers 200 with providerMessageId null on a transient failure, then sends in the background", async () => {

@@ -1,6 +1,6 @@
 import { sqlState } from "@platform/db";
 import { Batcher } from "@platform/runtime";
-import { messagesRepository, type MessageRow, type OutboundInput, type SentMarkInput } from "../db/repositories/messages.repository";
+import { messagesRepository, sendRounds, type MessageRow, type OutboundInput, type SentMarkInput } from "../db/repositories/messages.repository";
 import type { Queryable } from "../db/repositories/queryable";
 import { conversationEvent } from "./events";
 
@@ -22,45 +22,52 @@ class Failed {
  * The send path's writes, coalesced (`Batcher`): new messages to store (with
  * their pacing slots) and accepted attempts to mark `sent`, from every
  * concurrent request, go to Postgres together in one statement and one
- * commit per batch (`messagesRepository.writeSendBatch`).
+ * commit per batch (`messagesRepository.writeSendStatement`; a repeated
+ * contact goes in a following statement). A failed statement fails only its
+ * own messages.
  */
 export class SendWrites {
   private readonly batcher: Batcher<Write, Stored | boolean | Failed>;
 
   constructor(db: Queryable) {
-    const write = async (inputs: OutboundInput[], marks: SentMarkInput[]) => {
+    /** One statement; a deadlock (with an inbound batch touching the same conversations) rolled it back whole, so it runs again. */
+    const statement = async (inputs: OutboundInput[], marks: SentMarkInput[]) => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await messagesRepository.writeSendBatch(db, inputs, marks, (c) => conversationEvent(c, "conversation.opened"));
+          return await messagesRepository.writeSendStatement(db, inputs, marks, (c) => conversationEvent(c, "conversation.opened"));
         } catch (err) {
-          // A deadlock with another transaction (an inbound batch touching the same conversations in
-          // another order) rolled the whole statement back: run it again.
           if (sqlState(err) !== DEADLOCK_DETECTED || attempt >= 3) throw err;
         }
       }
     };
     this.batcher = new Batcher(async (_key, writes) => {
-      const inputs: OutboundInput[] = [];
-      const marks: SentMarkInput[] = [];
-      for (const w of writes) {
-        if (w.kind === "store") inputs.push(w.input);
-        else marks.push(w.mark);
+      const marks = writes.flatMap((w) => (w.kind === "sent" ? [w.mark] : []));
+      const rounds = sendRounds(writes.flatMap((w) => (w.kind === "store" ? [w.input] : [])));
+      const stored = new Map<string, Stored | Failed>();
+      let sentIds: Set<string> | Failed = new Set();
+      // The marks ride with the first round (or alone when nothing is new).
+      for (const [r, round] of (rounds.length > 0 ? rounds : [[]]).entries()) {
+        const roundMarks = r === 0 ? marks : [];
+        if (round.length === 0 && roundMarks.length === 0) continue;
+        try {
+          const result = await statement(round, roundMarks);
+          round.forEach((m, i) => stored.set(m.id, result.stored[i]));
+          if (roundMarks.length > 0) sentIds = result.sentIds;
+        } catch (err) {
+          if (round.length === 0 || roundMarks.length === 0) {
+            for (const m of round) stored.set(m.id, new Failed(err));
+            if (roundMarks.length > 0) sentIds = new Failed(err);
+            continue;
+          }
+          // The statement changed nothing: each part again on its own, so that a problem with one new
+          // message never costs an attempt the provider accepted its `sent` mark (nor the reverse).
+          const [s, m] = await Promise.allSettled([statement(round, []), statement([], roundMarks)]);
+          round.forEach((msg, i) => stored.set(msg.id, s.status === "fulfilled" ? s.value.stored[i] : new Failed(s.reason)));
+          sentIds = m.status === "fulfilled" ? m.value.sentIds : new Failed(m.reason);
+        }
       }
-      let stored: Stored[] | Failed;
-      let sentIds: Set<string> | Failed;
-      try {
-        ({ stored, sentIds } = await write(inputs, marks));
-      } catch (err) {
-        if (inputs.length === 0 || marks.length === 0) throw err;
-        // The statement failed as a whole (and changed nothing): each part again on its own, so that a
-        // problem with one new message never costs an attempt the provider accepted its `sent` mark.
-        const [s, m] = await Promise.allSettled([write(inputs, []), write([], marks)]);
-        stored = s.status === "fulfilled" ? s.value.stored : new Failed(s.reason);
-        sentIds = m.status === "fulfilled" ? m.value.sentIds : new Failed(m.reason);
-      }
-      let k = 0;
       return writes.map((w) => {
-        if (w.kind === "store") return stored instanceof Failed ? stored : stored[k++];
+        if (w.kind === "store") return stored.get(w.input.id) ?? new Failed(new Error(`message ${w.input.id} was not written`));
         return sentIds instanceof Failed ? sentIds : sentIds.has(w.mark.id);
       });
     }, 200);

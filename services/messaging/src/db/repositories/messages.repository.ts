@@ -50,7 +50,7 @@ export interface InboundInsert {
 /** An attempt the provider accepted: its message becomes `sent`, with the event. */
 export type SentMarkInput = { id: string; attempt: number; providerMessageId: string; event: OutboxMessage };
 
-/** Store part of `writeSendBatch` ($1–$11): pacing, conversations, messages, conversation.opened events. */
+/** Store part of `writeSendStatement` ($1–$11): pacing, conversations, messages, conversation.opened events. */
 const STORE_CTES = `input AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
       AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
@@ -89,7 +89,7 @@ const STORE_CTES = `input AS (
     RETURNING 1
   )`;
 
-/** Sent part of `writeSendBatch` (six parameters from $N): messages `sent` and their events; `sent` answers the ids. */
+/** Sent part of `writeSendStatement` (six parameters from $N): messages `sent` and their events; `sent` answers the ids. */
 const sentCtes = (n: number) => `sent_input AS (
     SELECT * FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::text[], $${n + 4}::text[], $${n + 5}::text[])
       AS s(id, attempt, provider_message_id, msg_id, subject, payload)
@@ -111,10 +111,27 @@ const sentParams = (marks: SentMarkInput[]) => [
   marks.map((m) => JSON.stringify(m.event.payload)),
 ];
 
+/**
+ * Splits new messages into statements in which each (channel, contact) pair
+ * appears once: the first of a pair goes in the first round, its repeat in
+ * the second, and so on.
+ */
+export function sendRounds<T extends { channelId: string; contactId: string }>(inputs: T[]): T[][] {
+  const rounds: T[][] = [];
+  const roundOf = new Map<string, number>();
+  for (const m of inputs) {
+    const pair = `${m.channelId}|${m.contactId}`;
+    const round = (roundOf.get(pair) ?? -1) + 1;
+    roundOf.set(pair, round);
+    (rounds[round] ??= []).push(m);
+  }
+  return rounds;
+}
+
 export const messagesRepository = {
   /**
-   * One write of the send path for many concurrent requests (one round trip,
-   * one commit):
+   * One write of the send path for many concurrent requests, in ONE statement
+   * (one round trip, one commit, all or nothing):
    * - new outbound texts stored as `pending`, each leased to its sender for
    *   its first provider call, with their conversations (opened when none is
    *   open, with `conversation.opened`), and each one's pacing slot reserved
@@ -125,12 +142,12 @@ export const messagesRepository = {
    * - attempts the provider accepted marked `sent` with their events. A
    *   message whose attempt no longer owns it (settled by a status callback
    *   or another sender) is left alone and gets no event.
-   * A (channel, contact) pair may appear once per statement (an upsert cannot
-   * touch one conversation twice), so repeats go to a following statement.
+   * A (channel, contact) pair may appear only once in `inputs` (an upsert
+   * cannot touch one conversation twice in a statement; `sendRounds` splits).
    * Answers, per input in order, the stored message and how long from now its
    * slot comes (ms, 0 when now), and the ids marked sent.
    */
-  async writeSendBatch(
+  async writeSendStatement(
     q: Queryable,
     inputs: OutboundInput[],
     marks: SentMarkInput[],
@@ -140,38 +157,27 @@ export const messagesRepository = {
       const rows = await runPrepared<{ id: string }>(q, "markSent", `WITH ${sentCtes(1)} SELECT id FROM sent`, sentParams(marks));
       return { stored: [], sentIds: new Set(rows.map((r) => r.id)) };
     }
-    const rounds: Array<typeof inputs> = [];
-    const roundOf = new Map<string, number>();
-    for (const m of inputs) {
-      const pair = `${m.channelId}|${m.contactId}`;
-      const round = (roundOf.get(pair) ?? -1) + 1;
-      roundOf.set(pair, round);
-      (rounds[round] ??= []).push(m);
-    }
-    const stored = new Map<string, { message: MessageRow; paceWaitMs: number }>();
-    let sentIds = new Set<string>();
-    for (const [r, round] of rounds.entries()) {
-      const conversationIds = round.map(() => newId("conversation"));
-      const events = round.map((m, k) =>
-        openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
-      );
-      const storeParams = [
-        conversationIds,
-        round.map((m) => m.organizationId),
-        round.map((m) => m.channelId),
-        round.map((m) => m.contactId),
-        round.map((m) => m.phone),
-        round.map((m) => m.id),
-        round.map((m) => m.text),
-        round.map((m) => m.leaseMs),
-        events.map((e) => e.msgId),
-        events.map((e) => e.subject),
-        events.map((e) => JSON.stringify(e.payload)),
-      ];
-      const withMarks = r === 0 && marks.length > 0;
-      const started = Date.now();
-      type Row = MessageRow & { pace_end_ms: number | null; pace_interval_ms: number | null; sent_ids?: string[] };
-      const rows = withMarks
+    const conversationIds = inputs.map(() => newId("conversation"));
+    const events = inputs.map((m, k) =>
+      openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
+    );
+    const storeParams = [
+      conversationIds,
+      inputs.map((m) => m.organizationId),
+      inputs.map((m) => m.channelId),
+      inputs.map((m) => m.contactId),
+      inputs.map((m) => m.phone),
+      inputs.map((m) => m.id),
+      inputs.map((m) => m.text),
+      inputs.map((m) => m.leaseMs),
+      events.map((e) => e.msgId),
+      events.map((e) => e.subject),
+      events.map((e) => JSON.stringify(e.payload)),
+    ];
+    const started = Date.now();
+    type Row = MessageRow & { pace_end_ms: number | null; pace_interval_ms: number | null; sent_ids?: string[] };
+    const rows =
+      marks.length > 0
         ? await runPrepared<Row>(
             q,
             "storeOutboundAndMarkSent",
@@ -189,32 +195,23 @@ export const messagesRepository = {
              FROM msg LEFT JOIN pace ON pace.channel_id = msg.channel_id`,
             storeParams,
           );
-      const elapsed = Date.now() - started;
-      if (withMarks) sentIds = new Set(rows[0]?.sent_ids ?? []);
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      // Each channel's slots go to its messages in input order: the k-th gets the k-th interval.
-      const perChannel = new Map<string, number>();
-      for (const m of round) perChannel.set(m.channelId, (perChannel.get(m.channelId) ?? 0) + 1);
-      const slotOf = new Map<string, number>();
-      for (const m of round) {
-        const row = byId.get(m.id);
-        if (!row) continue;
-        const { pace_end_ms: endMs, pace_interval_ms: intervalMs, sent_ids: _sent, ...message } = row;
-        const k = slotOf.get(m.channelId) ?? 0;
-        slotOf.set(m.channelId, k + 1);
-        const n = perChannel.get(m.channelId)!;
-        const paceWaitMs = endMs === null || intervalMs === null ? 0 : Math.max(0, endMs - (n - k) * intervalMs - elapsed);
-        stored.set(m.id, { message: message as MessageRow, paceWaitMs });
-      }
-    }
-    return {
-      stored: inputs.map((m) => {
-        const entry = stored.get(m.id);
-        if (!entry) throw new Error(`outbound message ${m.id} was not stored`);
-        return entry;
-      }),
-      sentIds,
-    };
+    const elapsed = Date.now() - started;
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    // Each channel's slots go to its messages in input order: the k-th gets the k-th interval.
+    const perChannel = new Map<string, number>();
+    for (const m of inputs) perChannel.set(m.channelId, (perChannel.get(m.channelId) ?? 0) + 1);
+    const slotOf = new Map<string, number>();
+    const stored = inputs.map((m) => {
+      const row = byId.get(m.id);
+      if (!row) throw new Error(`outbound message ${m.id} was not stored`);
+      const { pace_end_ms: endMs, pace_interval_ms: intervalMs, sent_ids: _sent, ...message } = row;
+      const k = slotOf.get(m.channelId) ?? 0;
+      slotOf.set(m.channelId, k + 1);
+      const n = perChannel.get(m.channelId)!;
+      const paceWaitMs = endMs === null || intervalMs === null ? 0 : Math.max(0, endMs - (n - k) * intervalMs - elapsed);
+      return { message: message as MessageRow, paceWaitMs };
+    });
+    return { stored, sentIds: new Set(marks.length > 0 ? (rows[0]?.sent_ids ?? []) : []) };
   },
 
   /**
