@@ -99,7 +99,10 @@ type OutboxRow = { id: string; msg_id: string; subject: string; payload: string 
  * duplicate window drops.
  */
 export class OutboxRelay {
+  /** The connection holding the relay role. */
   private client?: Client;
+  /** The connection of a replica waiting for the role. */
+  private standby?: Client;
   private stopped = false;
   private wake?: () => void;
   private loop?: Promise<void>;
@@ -116,33 +119,41 @@ export class OutboxRelay {
     this.loop = this.run();
   }
 
-  /** Connects and takes the relay role if it is free; false when another replica has it. */
+  /**
+   * Takes the relay role if it is free; false when another replica has it.
+   * A standby keeps its connection and asks again on the next call.
+   */
   private async takeRole(): Promise<boolean> {
-    const client = new Client({
-      connectionString: this.opts.databaseUrl,
-      application_name: `${this.opts.schema}:outbox-relay`,
-      // The active relay queries at least every poll (1 s). Should it vanish without closing its
-      // connection (a network partition), the server ends the idle session and frees the role.
-      options: `-c plan_cache_mode=force_generic_plan -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
-      keepAlive: true,
-    });
-    client.on("error", () => {
-      if (this.client === client) this.client = undefined;
-      this.wake?.();
-    });
-    await client.connect();
+    let client = this.standby;
+    if (!client) {
+      const fresh = new Client({
+        connectionString: this.opts.databaseUrl,
+        application_name: `${this.opts.schema}:outbox-relay`,
+        // The relay (active or standing by) queries at least every second. Should it vanish without
+        // closing its connection (a network partition), the server ends the idle session and frees the role.
+        options: `-c plan_cache_mode=force_generic_plan -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
+        keepAlive: true,
+      });
+      fresh.on("error", () => {
+        if (this.client === fresh) this.client = undefined;
+        if (this.standby === fresh) this.standby = undefined;
+        this.wake?.();
+      });
+      fresh.on("notification", () => this.poke());
+      await fresh.connect();
+      client = fresh;
+      this.standby = client;
+    }
     try {
       const { rows } = await client.query(`SELECT pg_try_advisory_lock(hashtext($1)) AS locked`, [`outbox:${this.opts.schema}`]);
-      if (!rows[0].locked) {
-        await client.end();
-        return false;
-      }
-      client.on("notification", () => this.poke());
+      if (!rows[0].locked) return false;
       await client.query(`LISTEN ${quoteIdent(`${this.opts.schema}_outbox`)}`);
     } catch (err) {
+      this.standby = undefined;
       await client.end().catch(() => undefined);
       throw err;
     }
+    this.standby = undefined;
     this.client = client;
     return true;
   }
@@ -224,6 +235,8 @@ export class OutboxRelay {
     // One last drain so nothing committed waits for the next start; ending the connection frees the role.
     await this.drainOnce().catch(() => undefined);
     await this.client?.end().catch(() => undefined);
+    await this.standby?.end().catch(() => undefined);
     this.client = undefined;
+    this.standby = undefined;
   }
 }

@@ -134,6 +134,13 @@ describe("bus (real NATS)", () => {
     await send("ha_1");
     await eventually(() => received.length === 1, 5_000);
     expect(b.active, "one relay at a time").to.equal(false);
+    // The standby keeps one connection while it waits (no reconnect per try).
+    const relayPids = async () =>
+      (await ds.query(`SELECT pid FROM pg_stat_activity WHERE application_name = 'relayha:outbox-relay' ORDER BY pid`)).map((r: { pid: number }) => r.pid);
+    const before = await relayPids();
+    await new Promise((r) => setTimeout(r, 350));
+    expect(before).to.have.length(2);
+    expect(await relayPids()).to.deep.equal(before);
 
     await a.stop();
     await send("ha_2");
