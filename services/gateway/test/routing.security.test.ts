@@ -53,6 +53,10 @@ describe("gateway: routing, plans and provider webhooks", () => {
     // Not the API: express's 404 envelope, no key asked.
     res = await request(h.url).get("/api/v10/ping").expect(404);
     expect(res.body.error.code).to.equal("NOT_FOUND");
+    // The front's requests are in the same latency histogram, labelled by route prefix.
+    const metrics = await request(h.url).get("/metrics").expect(200);
+    expect(metrics.text).to.match(/http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/ping"[^}]*status="200"/);
+    expect(metrics.text).to.match(/http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/contacts"/);
   });
 
   it("forwards bodies of proxied POSTs", async () => {
