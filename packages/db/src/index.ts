@@ -149,8 +149,15 @@ export async function queryPrepared<T = any>(q: SqlRunner, name: string, text: s
   if (q instanceof DataSource || (q as { driver?: unknown }).driver) {
     return (await hotPoolOf(q as DataSource).query({ name, text, values })).rows as T[];
   }
-  const result = await q.query(text, values);
-  // TypeORM answers UPDATE and DELETE (also inside a WITH) with [rows, rowCount].
+  return rowsOf<T>(await q.query(text, values));
+}
+
+/**
+ * The rows of a raw TypeORM query: its postgres driver answers UPDATE and
+ * DELETE (also inside a WITH) with `[rows, rowCount]` and everything else
+ * with the rows.
+ */
+export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === "number") return result[0] as T[];
   return result as T[];
 }

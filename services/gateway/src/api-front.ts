@@ -43,7 +43,7 @@ export function createApiFront(deps: {
   const { cache, limiter, metrics, log } = deps;
   const routes = deps.routes.map((r) => ({ ...r, prefix: `${API_ROOT}${r.prefix}`.toLowerCase() }));
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, route: { label: string }) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, requestId: string, route: { label: string }) => {
     const key = bearerKey(req.headers.authorization);
     if (!key) throw unauthorized();
     const principal = await cache.principal(hashApiKey(key));
@@ -72,7 +72,7 @@ export function createApiFront(deps: {
     if (!planCovers(org.plan, req.method ?? "GET", path)) {
       throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
     }
-    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId: String(res.getHeader("X-Request-Id")) };
+    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId };
     target.proxy(req, res);
   };
 
@@ -82,8 +82,9 @@ export function createApiFront(deps: {
     const path = q < 0 ? url : url.slice(0, q);
     const route = { label: "unmatched" };
     metrics.track(req.method ?? "GET", res, () => route.label);
-    res.setHeader("X-Request-Id", requestIdFor(req.headers[INTERNAL_HEADERS.requestId]));
-    handle(req, res, path, route).catch((err: unknown) => sendError(res, err, log, path));
+    const requestId = requestIdFor(req.headers[INTERNAL_HEADERS.requestId]);
+    res.setHeader("X-Request-Id", requestId);
+    handle(req, res, path, requestId, route).catch((err: unknown) => sendError(res, err, log, path));
   };
 }
 

@@ -82,9 +82,4 @@ export class SendWrites {
   async markSent(mark: SentMarkInput): Promise<boolean> {
     return Failed.unwrap(await this.batcher.submit("send", { kind: "sent", mark })) as boolean;
   }
-
-  /** Statements run so far (for tests). */
-  get batches(): number {
-    return this.batcher.batches;
-  }
 }

@@ -1,6 +1,6 @@
+import { rowsOf } from "@platform/db";
 import type { DataSource } from "typeorm";
 import { WEBHOOK_DEACTIVATE_AFTER_FAILURES } from "@platform/contracts";
-import { rowsOf } from "./rows";
 
 /** Consecutive failed attempts after which a webhook is switched off (service-spec Limits). */
 export const DEACTIVATE_AFTER_FAILURES = WEBHOOK_DEACTIVATE_AFTER_FAILURES;

@@ -1,6 +1,6 @@
+import { rowsOf } from "@platform/db";
 import type { DataSource, EntityManager } from "typeorm";
 import { WebhookEntity } from "../entities";
-import { rowsOf } from "./rows";
 
 export interface WebhookRow {
   id: string;
