@@ -51,6 +51,16 @@ describe("provider inbound messages", () => {
     expect(received.data.text).to.equal(undefined);
   });
 
+  it("stores a message whose text and name carry NUL (which Postgres refuses) with U+FFFD in its place", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const wamid = await receiveInbound(h, channel, phone.slice(1), { text: "a\u0000b", name: "N\u0000" });
+    const [received] = eventsOf(h, "message.received", (d) => d.providerMessageId === wamid);
+    expect(received.data.text).to.equal("a\uFFFDb");
+    expect((await h.contacts.contactOf(org, phone))!.name).to.equal("N\uFFFD");
+  });
+
   it("a duplicated provider batch stores one message and emits once; a second message reuses the conversation", async () => {
     const org = newOrg();
     const channel = await createChannel(h, org);

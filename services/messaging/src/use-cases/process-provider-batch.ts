@@ -25,7 +25,7 @@ import { conversationEvent, messageReceivedEvent, messageStatusEvent, type Outbo
 export async function processProviderBatch(ctx: MessagingContext, rawBody: string): Promise<void> {
   let json: unknown;
   try {
-    json = JSON.parse(rawBody);
+    json = parseProviderJson(rawBody);
   } catch {
     throw new PermanentError("provider batch is not JSON");
   }
@@ -49,6 +49,21 @@ export async function processProviderBatch(ctx: MessagingContext, rawBody: strin
       if (value.data.statuses?.length) await applyStatuses(ctx, channel, value.data.statuses);
     }
   }
+}
+
+/** U+FFFD, the Unicode replacement character. */
+const REPLACEMENT = "\uFFFD";
+
+/**
+ * The batch's JSON, with any NUL character in its strings replaced by U+FFFD:
+ * the network may carry NUL in a text, a name or a payload, Postgres can
+ * store none, and a message that can never be stored would otherwise be
+ * redelivered until it reached the dead-letter stream. (Raw NUL bytes are not
+ * valid JSON; only the escape `\u0000` can carry one.)
+ */
+export function parseProviderJson(rawBody: string): unknown {
+  if (!rawBody.includes("\\u0000")) return JSON.parse(rawBody);
+  return JSON.parse(rawBody, (_key, value: unknown) => (typeof value === "string" && value.includes("\0") ? value.replaceAll("\0", REPLACEMENT) : value));
 }
 
 function providerTime(ts: string | number | undefined): Date {

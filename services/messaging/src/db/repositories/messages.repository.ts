@@ -89,14 +89,26 @@ const STORE_CTES = `input AS (
     RETURNING 1
   )`;
 
-/** Sent part of `writeSendStatement` (six parameters from $N): messages `sent` and their events; `sent` answers the ids. */
+/**
+ * Sent part of `writeSendStatement` (six parameters from $N): messages `sent`
+ * and their events; `sent` answers the ids.
+ *
+ * The expected status comes from `sent_input` (a materialized CTE), not as a
+ * literal: with `status = 'pending'` written out, the generic plan could read
+ * the partial index `messages_stuck` (WHERE status = 'pending') instead of the
+ * primary key, and between two vacuums that index holds an entry for every
+ * message sent since (tens of thousands under load): 1,300 heap pages per
+ * statement instead of one per message. A join clause cannot prove the index's
+ * predicate, so only the primary key serves this update.
+ */
 const sentCtes = (n: number) => `sent_input AS (
-    SELECT * FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::text[], $${n + 4}::text[], $${n + 5}::text[])
+    SELECT s.*, 'pending'::text AS from_status
+    FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::text[], $${n + 4}::text[], $${n + 5}::text[])
       AS s(id, attempt, provider_message_id, msg_id, subject, payload)
   ), sent AS (
     UPDATE ${SCHEMA}.messages x SET status = 'sent', provider_message_id = s.provider_message_id, lease_until = NULL,
       next_attempt_at = NULL, error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
-    FROM sent_input s WHERE x.id = s.id AND x.status = 'pending' AND x.attempts = s.attempt RETURNING x.id
+    FROM sent_input s WHERE x.id = s.id AND x.status = s.from_status AND x.attempts = s.attempt RETURNING x.id
   ), sent_evt AS (
     INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
     SELECT s.msg_id, s.subject, s.payload FROM sent_input s JOIN sent ON sent.id = s.id RETURNING 1
