@@ -76,11 +76,13 @@ interface Pending<In, Out> {
 }
 
 /**
- * Coalesces concurrent calls into batches, per key. The first call of a key
- * runs at once; calls arriving while that batch is in flight wait and go
- * together in the next one (at most `maxBatch`). A quiet path pays nothing;
- * a busy one pays one round trip per batch instead of one per call. Every
- * batch starts after its callers arrived, so it sees what they saw committed.
+ * Coalesces concurrent calls into batches, per key. A batch starts at the end
+ * of the event-loop turn in which its first call arrived (`setImmediate`), so
+ * the calls of one turn (say, several requests read from the network at once)
+ * go together; calls arriving while a batch is in flight wait and go together
+ * in the next one (at most `maxBatch`). A quiet path pays next to nothing; a
+ * busy one pays one round trip per batch instead of one per call. Every batch
+ * starts after its callers arrived, so it sees what they saw committed.
  * `run` answers one result per item, in order.
  */
 export class Batcher<In, Out> {
@@ -100,12 +102,15 @@ export class Batcher<In, Out> {
       this.queues.set(key, queue);
     }
     const result = new Promise<Out>((resolve, reject) => queue!.waiting.push({ item, resolve, reject }));
-    if (!queue.running) void this.drain(key, queue);
+    if (!queue.running) {
+      queue.running = true;
+      const started = queue;
+      setImmediate(() => void this.drain(key, started));
+    }
     return result;
   }
 
   private async drain(key: string, queue: { waiting: Array<Pending<In, Out>>; running: boolean }): Promise<void> {
-    queue.running = true;
     try {
       while (queue.waiting.length > 0) {
         const batch = queue.waiting.splice(0, this.maxBatch);

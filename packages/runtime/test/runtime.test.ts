@@ -38,17 +38,23 @@ describe("runtime", () => {
 });
 
 describe("Batcher", () => {
-  it("runs a lone call at once and coalesces the calls that arrive while a batch is in flight", async () => {
+  it("runs the calls of one event-loop turn together, and coalesces those that arrive while a batch is in flight", async () => {
     const seen: number[][] = [];
     const batcher = new Batcher<number, number>(async (_key, items) => {
       seen.push(items);
       await new Promise((r) => setTimeout(r, 20));
       return items.map((n) => n * 2);
     });
-    const results = await Promise.all([1, 2, 3, 4].map((n) => batcher.submit("k", n)));
-    expect(results).to.deep.equal([2, 4, 6, 8]);
-    expect(seen).to.deep.equal([[1], [2, 3, 4]]);
+    const first = [1, 2].map((n) => batcher.submit("k", n));
+    // Later turns, while [1, 2] is in flight.
+    await new Promise((r) => setTimeout(r, 5));
+    const second = batcher.submit("k", 3);
+    await new Promise((r) => setImmediate(r));
+    const third = batcher.submit("k", 4);
+    expect(await Promise.all([...first, second, third])).to.deep.equal([2, 4, 6, 8]);
+    expect(seen).to.deep.equal([[1, 2], [3, 4]]);
     expect(await batcher.submit("other", 5)).to.equal(10);
+    expect(batcher.batches).to.equal(3);
   });
 
   it("rejects every call of a failed batch, and keeps working", async () => {
