@@ -5,3 +5,4 @@ export * from "./middleware";
 export * from "./metrics";
 export * from "./health";
 export * from "./service-app";
+export * from "./json-routes";

@@ -50,9 +50,10 @@ export function jsonBody(limit: string | number = "1mb"): RequestHandler {
   return express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });
 }
 
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
+/** The internal token check, in constant time. */
+export function isInternalToken(given: string, token: string): boolean {
+  const x = Buffer.from(given);
+  const y = Buffer.from(token);
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
@@ -64,7 +65,7 @@ function safeEqual(a: string, b: string): boolean {
 export function requireInternal(token: string): RequestHandler {
   return (req, res, next) => {
     const given = req.header(INTERNAL_HEADERS.token);
-    if (!given || !safeEqual(given, token)) {
+    if (!given || !isInternalToken(given, token)) {
       next(new ApiError("UNAUTHORIZED", "Internal token missing or invalid"));
       return;
     }
@@ -92,40 +93,38 @@ interface BodyParserError extends Error {
 }
 
 /**
- * The one error middleware: ApiError → its envelope; zod → VALIDATION_ERROR;
- * body-parser failures → INVALID_JSON / PAYLOAD_TOO_LARGE; anything else is
- * logged with its stack and answered as a plain 500 envelope, never echoing internals.
+ * Any thrown value as the error it answers: ApiError as is; zod →
+ * VALIDATION_ERROR; body-parser failures → INVALID_JSON / PAYLOAD_TOO_LARGE;
+ * anything else is logged with its stack and becomes a plain 500, never
+ * echoing internals.
  */
+export function toApiError(err: unknown, log: Logger, context: { requestId: unknown; path: string }): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof z.ZodError) return ApiError.validation(zodDetails(err));
+  const e = err as BodyParserError;
+  switch (e?.type) {
+    case "entity.parse.failed":
+      return new ApiError("INVALID_JSON", "The body is not valid JSON");
+    case "entity.too.large":
+      return new ApiError("PAYLOAD_TOO_LARGE", "The body is over the size limit");
+    case "encoding.unsupported":
+    case "charset.unsupported":
+      return new ApiError("UNSUPPORTED_MEDIA_TYPE", "Unsupported body encoding");
+    case "request.aborted":
+      return new ApiError("VALIDATION_ERROR", "The request was aborted", [{ path: "body", message: "incomplete body" }]);
+    default:
+      if (e?.status && e.status >= 400 && e.status < 500 && e.expose) {
+        return new ApiError("VALIDATION_ERROR", "The request could not be read", [{ path: "body", message: e.message }]);
+      }
+      log.error({ err: { message: e?.message, stack: e?.stack }, requestId: context.requestId, path: context.path }, "unhandled error");
+      return new ApiError("INTERNAL_ERROR", "Internal error");
+  }
+}
+
+/** The one error middleware: the error's envelope (`toApiError`). */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    let apiError: ApiError;
-    if (err instanceof ApiError) apiError = err;
-    else if (err instanceof z.ZodError) apiError = ApiError.validation(zodDetails(err));
-    else {
-      const e = err as BodyParserError;
-      switch (e?.type) {
-        case "entity.parse.failed":
-          apiError = new ApiError("INVALID_JSON", "The body is not valid JSON");
-          break;
-        case "entity.too.large":
-          apiError = new ApiError("PAYLOAD_TOO_LARGE", "The body is over the size limit");
-          break;
-        case "encoding.unsupported":
-        case "charset.unsupported":
-          apiError = new ApiError("UNSUPPORTED_MEDIA_TYPE", "Unsupported body encoding");
-          break;
-        case "request.aborted":
-          apiError = new ApiError("VALIDATION_ERROR", "The request was aborted", [{ path: "body", message: "incomplete body" }]);
-          break;
-        default:
-          if (e?.status && e.status >= 400 && e.status < 500 && e.expose) {
-            apiError = new ApiError("VALIDATION_ERROR", "The request could not be read", [{ path: "body", message: e.message }]);
-          } else {
-            log.error({ err: { message: e?.message, stack: e?.stack }, requestId: res.locals.requestId, path: req.path }, "unhandled error");
-            apiError = new ApiError("INTERNAL_ERROR", "Internal error");
-          }
-      }
-    }
+    const apiError = toApiError(err, log, { requestId: res.locals.requestId, path: req.path });
     if (res.headersSent) {
       res.end();
       return;

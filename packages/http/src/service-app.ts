@@ -1,6 +1,9 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import bytes from "bytes";
 import express, { type Express, type Router } from "express";
 import type { Logger } from "@platform/logging";
 import { healthRoutes, type ReadinessCheck } from "./health";
+import { createServiceListener, mountJsonRoute, type JsonRoute } from "./json-routes";
 import { createMetrics, type Metrics } from "./metrics";
 import { errorHandler, jsonBody, notFound, refuseNulInUrl, requestId, requireInternal } from "./middleware";
 
@@ -11,6 +14,8 @@ export interface ServiceAppOptions {
   readiness: Record<string, ReadinessCheck>;
   /** Mounted after auth and body parsing; paths as the gateway forwards them (`/api/v1/...`, `/admin/v1/...`). */
   routes: Router;
+  /** Routes answered with JSON, also served on the fast path (`createServiceListener`). */
+  jsonRoutes?: JsonRoute[];
   bodyLimit?: string | number;
   metrics?: Metrics;
 }
@@ -33,8 +38,31 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.use(requireInternal(opts.internalToken));
   app.use(refuseNulInUrl());
   app.use(jsonBody(opts.bodyLimit ?? "1mb"));
+  if (opts.jsonRoutes?.length) {
+    const json = express.Router();
+    for (const route of opts.jsonRoutes) mountJsonRoute(json, route);
+    app.use(json);
+  }
   app.use(opts.routes);
   app.use(notFound());
   app.use(errorHandler(opts.log));
   return app;
+}
+
+/**
+ * The service's HTTP request listener: the express app of `createServiceApp`,
+ * behind the fast path for its JSON routes (ADR 0005).
+ */
+export function createServiceHandler(opts: ServiceAppOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const metrics = opts.metrics ?? createMetrics(opts.service);
+  const app = createServiceApp({ ...opts, metrics });
+  if (!opts.jsonRoutes?.length) return app;
+  return createServiceListener({
+    app,
+    routes: opts.jsonRoutes,
+    internalToken: opts.internalToken,
+    bodyLimitBytes: bytes.parse(opts.bodyLimit ?? "1mb") ?? 1_048_576,
+    metrics,
+    log: opts.log,
+  });
 }

@@ -10,8 +10,8 @@ export function zodDetails(error: z.ZodError, prefix?: string): ErrorDetail[] {
 }
 
 /** Parses the JSON body with a contracts schema; a failure is `400 VALIDATION_ERROR` with dotted paths. */
-export function parseBody<S extends z.ZodType>(schema: S, req: Request): z.infer<S> {
-  const body = req.body === undefined ? undefined : req.body;
+export function parseBody<S extends z.ZodType>(schema: S, req: Pick<Request, "body">): z.infer<S> {
+  const body: unknown = req.body;
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
     throw ApiError.validation([{ path: "body", message: "a JSON object body is required (Content-Type: application/json)" }]);
   }

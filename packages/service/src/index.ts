@@ -1,4 +1,4 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Router } from "express";
 import type { DataSource } from "typeorm";
@@ -6,7 +6,7 @@ import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
 import { openDatabase, pingDatabase, type DatabaseOptions } from "@platform/db";
-import { createMetrics, createServiceApp, type Metrics } from "@platform/http";
+import { createMetrics, createServiceHandler, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
 import { Lifecycle, waitFor } from "@platform/runtime";
 
@@ -32,6 +32,8 @@ export interface ServiceDefinition<S extends z.ZodRawShape> {
   migrations: DatabaseOptions["migrations"];
   /** Express routes (paths as the gateway forwards them). */
   routes(deps: ServiceDeps<ServiceEnv<S>>): Router;
+  /** Routes answered with JSON, served by express and, for their exact path, by the fast path (ADR 0005). */
+  jsonRoutes?(deps: ServiceDeps<ServiceEnv<S>>): JsonRoute[];
   /** Bus consumers, request/reply responders and background workers; returns closers. */
   start?(deps: ServiceDeps<ServiceEnv<S>>): Promise<Array<() => Promise<void> | void>> | Array<() => Promise<void> | void>;
   bodyLimit?: string;
@@ -89,18 +91,20 @@ export async function startService<S extends z.ZodRawShape>(
   const closers = (await def.start?.(deps)) ?? [];
   for (const close of closers) lifecycle.onStop("worker", close);
 
-  const app = createServiceApp({
+  const handler = createServiceHandler({
     service: def.name,
     log,
     internalToken: env.INTERNAL_TOKEN,
     readiness: { postgres: () => pingDatabase(db), nats: () => bus.ping() },
     routes: def.routes(deps),
+    jsonRoutes: def.jsonRoutes?.(deps),
     bodyLimit: def.bodyLimit,
     metrics,
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(env.PORT, "127.0.0.1", () => resolve(s));
+    const s = createServer(handler);
     s.once("error", reject);
+    s.listen(env.PORT, "127.0.0.1", () => resolve(s));
   });
   server.keepAliveTimeout = 65_000;
   lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -7,7 +7,7 @@ import { ContactIdCache, type MessagingContext, type MessagingDeps } from "./con
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { envShape } from "./env";
-import { buildRoutes } from "./routes";
+import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
 import { OptOutChecker } from "./use-cases/contacts";
 import { ChannelPacer } from "./use-cases/pacing";
@@ -38,6 +38,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   entities,
   migrations: [Initial1763760000000],
   routes: (deps) => buildRoutes(contextOf(deps)),
+  jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {
     const ctx = contextOf(deps);
     serveChannelLookup(ctx);

@@ -235,12 +235,10 @@ describe("POST /api/v1/messages (happy paths)", () => {
     const input = (text: string) => ({ id: newId("message"), organizationId: org, channelId: channel.id, contactId: newId("contact"), phone: uniquePhone(), text, leaseMs: 5_000 });
     const { message } = await writes.store(input("first"));
     expect(message.status).to.equal("pending");
-    // The first write runs alone; the next two wait for it and share one batch (one statement).
-    const lead = writes.store(input("lead"));
+    // Submitted in one event-loop turn, the two share one batch (one statement).
     const broken = writes.store(input("text Postgres refuses: \u0000"));
     const sent = { ...message, status: "sent" as const, provider_message_id: "wamid.ok" };
     const mark = writes.markSent({ id: message.id, attempt: 1, providerMessageId: "wamid.ok", event: messageStatusEvent(sent, "sent") });
-    await lead;
     const [brokenResult, markResult] = await Promise.allSettled([broken, mark]);
     expect(brokenResult.status).to.equal("rejected");
     expect(markResult).to.deep.equal({ status: "fulfilled", value: true });
@@ -248,11 +246,9 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(rows[0]).to.deep.equal({ status: "sent", provider_message_id: "wamid.ok" });
 
     // A contact repeated in a batch goes in a second statement; when that one fails, the first stands.
-    const again = writes.store(input("lead again"));
     const good = input("first to this contact");
     const repeat = { ...input("same contact, refused: \u0000"), contactId: good.contactId, phone: good.phone };
     const [goodResult, repeatResult] = await Promise.allSettled([writes.store(good), writes.store(repeat)]);
-    await again;
     expect(goodResult.status).to.equal("fulfilled");
     expect(repeatResult.status).to.equal("rejected");
     const stored = await db.query(`SELECT id FROM messaging.messages WHERE contact_id = $1`, [good.contactId]);

@@ -1,4 +1,5 @@
 import express, { type Router } from "express";
+import type { JsonRoute } from "@platform/http";
 import type { MessagingContext } from "../context";
 import { adminChannelsCreate } from "./admin_channels_create";
 import { adminChannelsList } from "./admin_channels_list";
@@ -6,9 +7,13 @@ import { adminChannelsUpdate } from "./admin_channels_update";
 import { v1ConversationsList } from "./v1_conversations_list";
 import { v1MessagesSend } from "./v1_messages_send";
 
+/** Routes on the fast path as well as on express (ADR 0005). */
+export function buildJsonRoutes(ctx: MessagingContext): JsonRoute[] {
+  return [v1MessagesSend(ctx)];
+}
+
 export function buildRoutes(ctx: MessagingContext): Router {
   const router = express.Router();
-  v1MessagesSend(router, ctx);
   v1ConversationsList(router, ctx);
   adminChannelsCreate(router, ctx);
   adminChannelsList(router, ctx);

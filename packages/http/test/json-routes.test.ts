@@ -1,0 +1,103 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { expect } from "chai";
+import express from "express";
+import request from "supertest";
+import { z } from "zod";
+import { createLogger } from "@platform/logging";
+import { ApiError, createMetrics, createServiceHandler, createServiceListener, headerOf, organizationFrom, parseBody, type JsonRoute } from "../src";
+
+const log = createLogger("json-routes-test", "silent");
+const TOKEN = "internal-token-123456";
+const internal = { "x-internal-token": TOKEN, "x-organization-id": "org_1" };
+
+const thing: JsonRoute = {
+  method: "POST",
+  path: "/api/v1/things",
+  async handler(req) {
+    const body = parseBody(z.object({ name: z.string().min(1) }), req);
+    if (body.name === "boom") throw new Error("secret internals");
+    if (body.name === "limited") throw new ApiError("RATE_LIMITED", "slow down", undefined, { "Retry-After": "3" });
+    return { status: 201, body: { name: body.name, org: organizationFrom(req), key: headerOf(req, "Idempotency-Key") ?? null }, headers: { "Idempotent-Replayed": "true" } };
+  },
+};
+
+function handler(opts: { bodyLimit?: string } = {}) {
+  return createServiceHandler({ service: "t", log, internalToken: TOKEN, readiness: {}, routes: express.Router(), jsonRoutes: [thing], bodyLimit: opts.bodyLimit });
+}
+
+/** The fast path in front of an app that only counts what reaches it. */
+function countingListener() {
+  const reached: string[] = [];
+  const app = (req: IncomingMessage, res: ServerResponse) => {
+    reached.push(`${req.method} ${req.url}`);
+    res.writeHead(418).end();
+  };
+  const listener = createServiceListener({ app, routes: [thing], internalToken: TOKEN, bodyLimitBytes: 100, metrics: createMetrics("t"), log });
+  return { listener, reached };
+}
+
+/** What a client can see of an answer, minus the per-request parts. */
+const visible = (res: request.Response) => ({ status: res.status, body: res.body, type: res.headers["content-type"], replayed: res.headers["idempotent-replayed"] });
+
+describe("JSON routes: the fast path and express answer alike", () => {
+  it("serves the exact path on the fast path and every variant on express, with the same answers", async () => {
+    const { listener, reached } = countingListener();
+    const fast = await request(listener).post("/api/v1/things").set(internal).set("Idempotency-Key", "k1").send({ name: "a" });
+    expect(reached).to.deep.equal([]);
+    expect(fast.status).to.equal(201);
+
+    const h = handler();
+    const viaFast = await request(h).post("/api/v1/things").set(internal).set("Idempotency-Key", "k1").send({ name: "a" });
+    const viaExpress = await request(h).post("/api/v1/things/").set(internal).set("Idempotency-Key", "k1").send({ name: "a" });
+    expect(visible(viaFast)).to.deep.equal({ status: 201, body: { name: "a", org: "org_1", key: "k1" }, type: "application/json; charset=utf-8", replayed: "true" });
+    expect(visible(viaExpress)).to.deep.equal(visible(viaFast));
+    const sameId = await request(h).post("/api/v1/things").set(internal).set("X-Request-Id", "req-abc").send({ name: "a" });
+    expect(sameId.headers["x-request-id"]).to.equal("req-abc");
+    expect(viaFast.headers["x-request-id"]).to.match(/^req_/);
+  });
+
+  it("leaves queries, other methods, other types, compressed, chunked and oversized bodies to express", async () => {
+    const { listener, reached } = countingListener();
+    await request(listener).post("/api/v1/things?x=1").set(internal).send({ name: "a" });
+    await request(listener).get("/api/v1/things").set(internal);
+    await request(listener).post("/api/v1/things").set(internal).set("Content-Type", "text/plain").send("{}");
+    await request(listener).post("/api/v1/things").set(internal).set("Content-Type", "application/json; charset=latin1").send("{}");
+    await request(listener).post("/api/v1/things").set(internal).set("Content-Type", "application/json").set("Content-Encoding", "gzip").send("{}");
+    await request(listener).post("/api/v1/things").set(internal).set("Content-Type", "application/json").send(JSON.stringify({ name: "x".repeat(200) }));
+    const chunked = request(listener).post("/api/v1/things").set(internal).set("Content-Type", "application/json");
+    chunked.write("{}");
+    await chunked;
+    expect(reached).to.have.length(7);
+  });
+
+  it("answers the same errors as express: token, JSON, validation, ApiError headers, 500 without internals", async () => {
+    const h = handler();
+    for (const path of ["/api/v1/things", "/api/v1/things/"]) {
+      const noToken = await request(h).post(path).send({ name: "a" });
+      expect([noToken.status, noToken.body.error.code]).to.deep.equal([401, "UNAUTHORIZED"]);
+      const badJson = await request(h).post(path).set(internal).set("Content-Type", "application/json").send("{oops");
+      expect([badJson.status, badJson.body.error.code]).to.deep.equal([400, "INVALID_JSON"]);
+      const empty = await request(h).post(path).set(internal).set("Content-Type", "application/json").send("");
+      expect([empty.status, empty.body.error.details[0].path]).to.deep.equal([400, "name"]);
+      const nul = await request(h).post(path).set(internal).send({ name: "a\u0000" });
+      expect([nul.status, nul.body.error.details[0].path]).to.deep.equal([400, "name"]);
+      const limited = await request(h).post(path).set(internal).send({ name: "limited" });
+      expect([limited.status, limited.headers["retry-after"], limited.body.error.code]).to.deep.equal([429, "3", "RATE_LIMITED"]);
+      const boom = await request(h).post(path).set(internal).send({ name: "boom" });
+      expect(boom.status).to.equal(500);
+      expect(JSON.stringify(boom.body)).not.to.contain("secret");
+      const noOrg = await request(h).post(path).set("x-internal-token", TOKEN).send({ name: "a" });
+      expect([noOrg.status, noOrg.body.error.code]).to.deep.equal([401, "UNAUTHORIZED"]);
+    }
+    const tooBig = await request(handler({ bodyLimit: "50b" })).post("/api/v1/things").set(internal).send({ name: "x".repeat(100) });
+    expect([tooBig.status, tooBig.body.error.code]).to.deep.equal([413, "PAYLOAD_TOO_LARGE"]);
+  });
+
+  it("counts fast-path requests in the latency histogram under the route's path", async () => {
+    const metrics = createMetrics("t");
+    const h = createServiceHandler({ service: "t", log, internalToken: TOKEN, readiness: {}, routes: express.Router(), jsonRoutes: [thing], metrics });
+    await request(h).post("/api/v1/things").set(internal).send({ name: "a" }).expect(201);
+    const text = await metrics.registry.metrics();
+    expect(text).to.match(/http_request_duration_seconds_count\{service="t",method="POST",route="\/api\/v1\/things",status="201"\} 1/);
+  });
+});
