@@ -16,11 +16,9 @@ export const ErrorCode = z.enum([
   "CHANNEL_NOT_FOUND",
   "TEMPLATE_NOT_FOUND",
   "NOT_FOUND",
-  "METHOD_NOT_ALLOWED",
   "CONFLICT",
   "IDEMPOTENCY_KEY_IN_USE",
   "PAYLOAD_TOO_LARGE",
-  "UNSUPPORTED_MEDIA_TYPE",
   "IDEMPOTENCY_KEY_REUSED",
   "RATE_LIMITED",
   "INTERNAL_ERROR",
@@ -50,15 +48,11 @@ export function statusForCode(code: ErrorCode): number {
     case "TEMPLATE_NOT_FOUND":
     case "NOT_FOUND":
       return 404;
-    case "METHOD_NOT_ALLOWED":
-      return 405;
     case "CONFLICT":
     case "IDEMPOTENCY_KEY_IN_USE":
       return 409;
     case "PAYLOAD_TOO_LARGE":
       return 413;
-    case "UNSUPPORTED_MEDIA_TYPE":
-      return 415;
     case "IDEMPOTENCY_KEY_REUSED":
       return 422;
     case "RATE_LIMITED":

@@ -1,4 +1,5 @@
 export * from "./errors";
+export * from "./dependency";
 export * from "./validate";
 export * from "./cursor";
 export * from "./middleware";

@@ -3,6 +3,7 @@ import express, { type ErrorRequestHandler, type NextFunction, type Request, typ
 import type { Logger } from "@platform/logging";
 import { newId } from "@platform/id";
 import { z } from "zod";
+import { isDependencyDown } from "./dependency";
 import { ApiError } from "./errors";
 import { zodDetails } from "./validate";
 
@@ -95,6 +96,7 @@ interface BodyParserError extends Error {
 /**
  * Any thrown value as the error it answers: ApiError as is; zod →
  * VALIDATION_ERROR; body-parser failures → INVALID_JSON / PAYLOAD_TOO_LARGE;
+ * a dependency that is down (Postgres, NATS) → 503 SERVICE_UNAVAILABLE;
  * anything else is logged with its stack and becomes a plain 500, never
  * echoing internals.
  */
@@ -109,10 +111,15 @@ export function toApiError(err: unknown, log: Logger, context: { requestId: unkn
       return new ApiError("PAYLOAD_TOO_LARGE", "The body is over the size limit");
     case "encoding.unsupported":
     case "charset.unsupported":
-      return new ApiError("UNSUPPORTED_MEDIA_TYPE", "Unsupported body encoding");
+      // Not a code of the contract's table: the body cannot be read as JSON.
+      return new ApiError("INVALID_JSON", "The body is not UTF-8 JSON (unsupported charset or encoding)");
     case "request.aborted":
       return new ApiError("VALIDATION_ERROR", "The request was aborted", [{ path: "body", message: "incomplete body" }]);
     default:
+      if (isDependencyDown(err)) {
+        log.warn({ err: e?.message, requestId: context.requestId, path: context.path }, "dependency unavailable");
+        return ApiError.unavailable();
+      }
       if (e?.status && e.status >= 400 && e.status < 500 && e.expose) {
         return new ApiError("VALIDATION_ERROR", "The request could not be read", [{ path: "body", message: e.message }]);
       }

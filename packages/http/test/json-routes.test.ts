@@ -4,7 +4,7 @@ import express from "express";
 import request from "supertest";
 import { z } from "zod";
 import { createLogger } from "@platform/logging";
-import { ApiError, createMetrics, createServiceHandler, createServiceListener, headerOf, organizationFrom, parseBody, type JsonRoute } from "../src";
+import { ApiError, createMetrics, createServiceHandler, createServiceListener, headerOf, isDependencyDown, organizationFrom, parseBody, type JsonRoute } from "../src";
 
 const log = createLogger("json-routes-test", "silent");
 const TOKEN = "internal-token-123456";
@@ -99,5 +99,30 @@ describe("JSON routes: the fast path and express answer alike", () => {
     await request(h).post("/api/v1/things").set(internal).send({ name: "a" }).expect(201);
     const text = await metrics.registry.metrics();
     expect(text).to.match(/http_request_duration_seconds_count\{service="t",method="POST",route="\/api\/v1\/things",status="201"\} 1/);
+  });
+});
+
+describe("isDependencyDown", () => {
+  it("recognises a refused connection, a database shutting down or refusing connections, and the bus; not a bug or a bad query", async () => {
+    const net = await import("node:net");
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as { port: number }).port;
+    await new Promise<void>((r) => server.close(() => r()));
+    const refused = await new Promise<Error>((resolve) => net.connect(port, "127.0.0.1").on("error", resolve));
+    expect(isDependencyDown(refused)).to.equal(true);
+    expect(isDependencyDown({ name: "QueryFailedError", driverError: { code: "57P01" } })).to.equal(true);
+    expect(isDependencyDown({ code: "08006" })).to.equal(true);
+    expect(isDependencyDown({ code: "55000" })).to.equal(true);
+    expect(isDependencyDown(new Error("Connection terminated unexpectedly"))).to.equal(true);
+    expect(isDependencyDown(Object.assign(new Error("nats down"), { name: "BusUnavailableError" }))).to.equal(true);
+    expect(isDependencyDown(new TypeError("x is undefined"))).to.equal(false);
+    expect(isDependencyDown({ code: "23505" })).to.equal(false);
+    expect(isDependencyDown({ code: "42P01" })).to.equal(false);
+  });
+
+  it("answers 400 INVALID_JSON (not a code outside the contract) for a body in another charset", async () => {
+    const res = await request(handler()).post("/api/v1/things").set(internal).set("Content-Type", "application/json; charset=latin1").send("{}");
+    expect([res.status, res.body.error.code]).to.deep.equal([400, "INVALID_JSON"]);
   });
 });

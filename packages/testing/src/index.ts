@@ -38,6 +38,18 @@ async function onServer(databaseUrl: string, sql: (quotedName: string) => string
   }
 }
 
+/**
+ * Takes the database of `databaseUrl` away from every client (`refuse`: new
+ * connections are refused and the open ones ended), or gives it back: a real
+ * database outage, for the tests of what a service answers without it.
+ */
+export async function setDatabaseOutage(databaseUrl: string, refuse: boolean): Promise<void> {
+  await onServer(databaseUrl, (db) => `ALTER DATABASE ${db} WITH ALLOW_CONNECTIONS ${refuse ? "false" : "true"}`);
+  if (!refuse) return;
+  const name = new URL(databaseUrl).pathname.slice(1);
+  await onServer(databaseUrl, () => `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name.replace(/'/g, "''")}' AND pid <> pg_backend_pid()`);
+}
+
 /** A fresh database and namespace for one test run (call from a root `before`, clean up in `after`). */
 export async function createTestEnvironment(label = "t"): Promise<TestEnvironment> {
   const suffix = randomSuffix();

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ApiError, errorBody, INTERNAL_HEADERS, requestIdFor, type Metrics } from "@platform/http";
+import { ApiError, errorBody, INTERNAL_HEADERS, isDependencyDown, requestIdFor, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
 import { bearerKey, hashApiKey } from "./auth/api-keys";
 import type { AuthCache } from "./auth/key-cache";
@@ -69,7 +69,7 @@ export function createApiFront(deps: {
     const target = routes.find((r) => lower === r.prefix || lower.startsWith(`${r.prefix}/`));
     if (!target) throw noRoute(req, path);
     route.label = target.prefix;
-    if (!planCovers(org.plan, req.method ?? "GET", path)) {
+    if (!planCovers(org.plan, req.method ?? "GET", lower)) {
       throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
     }
     (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId };
@@ -91,11 +91,18 @@ export function createApiFront(deps: {
 const unauthorized = () => new ApiError("UNAUTHORIZED", "Invalid API key");
 const noRoute = (req: IncomingMessage, path: string) => new ApiError("NOT_FOUND", `No route for ${req.method} ${path}`);
 
-/** The error envelope, as the express error middleware writes it. */
+/**
+ * The error envelope, as the express error middleware writes it. Postgres or
+ * NATS being down (a cold key cache cannot verify a key without the database)
+ * is 503 SERVICE_UNAVAILABLE, safe to retry: the contract allows no 500.
+ */
 function sendError(res: ServerResponse, err: unknown, log: Logger, path: string): void {
   let apiError: ApiError;
   if (err instanceof ApiError) apiError = err;
-  else {
+  else if (isDependencyDown(err)) {
+    log.warn({ err: (err as Error)?.message, requestId: res.getHeader("X-Request-Id"), path }, "dependency unavailable");
+    apiError = ApiError.unavailable();
+  } else {
     log.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, requestId: res.getHeader("X-Request-Id"), path }, "unhandled error");
     apiError = new ApiError("INTERNAL_ERROR", "Internal error");
   }

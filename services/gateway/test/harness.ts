@@ -1,5 +1,5 @@
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import request from "supertest";
 import { Bus } from "@platform/bus";
 import { openDatabase, type DataSource } from "@platform/db";
@@ -104,5 +104,81 @@ export async function echoServer(): Promise<{ url: string; close(): Promise<void
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A TCP relay in front of Postgres that can hold the server's replies: a real
+ * slow network, so a test can let a query run on the server and keep its
+ * answer from the client until something else has happened.
+ */
+export interface HoldingProxy {
+  /** `databaseUrl` with its host and port replaced by the relay's. */
+  urlFor(databaseUrl: string): string;
+  /** From now on the server's bytes are held, not forwarded. */
+  hold(): void;
+  /** Resolves once a whole reply (up to ReadyForQuery) is held: the server has run the query. */
+  heldReply(): Promise<void>;
+  /** Forwards the held bytes in order and stops holding. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+export async function holdingProxy(databaseUrl: string): Promise<HoldingProxy> {
+  const target = new URL(databaseUrl);
+  let holding = false;
+  let held: Array<{ client: net.Socket; chunk: Buffer }> = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 5432), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => undefined).on("close", () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.on("data", (chunk: Buffer) => (holding ? held.push({ client, chunk }) : client.write(chunk)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+
+  /** Backend messages are a type byte and a length that counts itself; ReadyForQuery ('Z') ends every reply. */
+  const holdsReadyForQuery = () => {
+    const bytes = Buffer.concat(held.map((h) => h.chunk));
+    for (let at = 0; at + 5 <= bytes.length; at += 1 + bytes.readInt32BE(at + 1)) {
+      if (bytes[at] === 0x5a) return true;
+    }
+    return false;
+  };
+
+  return {
+    urlFor(url) {
+      const u = new URL(url);
+      u.hostname = "127.0.0.1";
+      u.port = String(port);
+      return u.toString();
+    },
+    hold: () => {
+      holding = true;
+    },
+    heldReply: async () => {
+      const deadline = Date.now() + 5_000;
+      while (!holdsReadyForQuery()) {
+        if (Date.now() > deadline) throw new Error("no reply from Postgres within 5 s");
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+    release: () => {
+      holding = false;
+      for (const { client, chunk } of held) client.write(chunk);
+      held = [];
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
   };
 }
