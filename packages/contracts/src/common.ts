@@ -5,7 +5,8 @@ export const Timestamp = z.string().meta({ description: "ISO 8601 UTC with milli
 /** Cursor pagination of every list endpoint: `limit` 1 to 100 (default 25), opaque `cursor`. */
 export const PageQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(25).meta({ description: "page size, 1 to 100" }),
-  cursor: z.string().min(1).max(512).optional().meta({ description: "`nextCursor` of the previous page" }),
+  // Any string: one this service did not issue (empty, too long, tampered) is 400 INVALID_CURSOR from the codec.
+  cursor: z.string().optional().meta({ description: "`nextCursor` of the previous page" }),
 });
 export type PageQuery = z.infer<typeof PageQuery>;
 

@@ -6,6 +6,9 @@ import { ApiError } from "./errors";
  * did not issue (or one that was edited) is `400 INVALID_CURSOR`, never a
  * query with attacker-chosen bounds. The key is shared by all replicas.
  */
+/** Far above any cursor this codec issues; longer ones are refused before any work. */
+const MAX_CURSOR_LENGTH = 2_048;
+
 export class CursorCodec<T extends object> {
   constructor(private readonly key: string, private readonly kind: string) {}
 
@@ -15,6 +18,7 @@ export class CursorCodec<T extends object> {
   }
 
   decode(cursor: string, isValid: (p: unknown) => p is T): T {
+    if (cursor.length > MAX_CURSOR_LENGTH) throw this.invalid();
     const [body, sig, extra] = cursor.split(".");
     if (!body || !sig || extra !== undefined) throw this.invalid();
     const expected = Buffer.from(this.sign(body));

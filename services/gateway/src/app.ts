@@ -55,7 +55,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const cache = new AuthCache(db, defaults, log);
   const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus);
   const organizations = new Organizations(db, bus, defaults);
-  const apiKeys = new ApiKeys(db, bus, cache);
+  const apiKeys = new ApiKeys(db, bus, cache, env.INTERNAL_TOKEN);
   const metrics = deps.metrics ?? createMetrics("gateway");
 
   bus.onBroadcast(SUBJECTS.apiKeyRevoked, ({ keyId }) => cache.evictKey(keyId));

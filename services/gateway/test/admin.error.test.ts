@@ -45,6 +45,24 @@ describe("gateway: errors", () => {
     expect(bad.body.error.details[0].path).to.equal("query.limit");
   });
 
+  it("answers VALIDATION_ERROR for a bad limit and INVALID_CURSOR for a foreign cursor of the API-key list", async () => {
+    const { id } = await h.organization();
+    const path = `/admin/v1/organizations/${id}/api-keys`;
+    for (const limit of ["0", "101", "two"]) {
+      const res = await h.admin().get(path).query({ limit }).expect(400);
+      expect(res.body.error.code, limit).to.equal("VALIDATION_ERROR");
+      expect(res.body.error.details[0].path).to.equal("query.limit");
+    }
+    const junk = await h.admin().get(`${path}?cursor=junk`).expect(400);
+    expect(junk.body.error.code).to.equal("INVALID_CURSOR");
+    // A cursor of another list, issued by this gateway, is foreign here.
+    await h.admin().post("/admin/v1/organizations").send({ name: "o1" }).expect(201);
+    await h.admin().post("/admin/v1/organizations").send({ name: "o2" }).expect(201);
+    const orgs = await h.admin().get("/admin/v1/organizations?limit=1").expect(200);
+    const foreign = await h.admin().get(path).query({ cursor: orgs.body.nextCursor }).expect(400);
+    expect(foreign.body.error.code).to.equal("INVALID_CURSOR");
+  });
+
   it("answers 503 SERVICE_UNAVAILABLE when the owning service is not reachable", async () => {
     const replica = await h.addReplica({ CONTACTS_URL: "http://127.0.0.1:1" });
     const { key } = await h.organization();

@@ -48,6 +48,22 @@ describe("gateway: admin organizations", () => {
     expect(seen.size).to.be.greaterThan(3);
   });
 
+  it("pages an organization's API keys in creation order with an opaque cursor", async () => {
+    const org = await h.admin().post("/admin/v1/organizations").send({ name: "Keys" }).expect(201);
+    const path = `/admin/v1/organizations/${org.body.id}/api-keys`;
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await h.admin().post(path).send({ name: `k${i}` }).expect(201)).body.id);
+    const first = await h.admin().get(`${path}?limit=2`).expect(200);
+    expect(first.body.items.map((k: { id: string }) => k.id)).to.deep.equal(ids.slice(0, 2));
+    expect(first.body.nextCursor).to.be.a("string");
+    const second = await h.admin().get(path).query({ limit: 2, cursor: first.body.nextCursor }).expect(200);
+    expect(second.body.items.map((k: { id: string }) => k.id)).to.deep.equal(ids.slice(2));
+    expect(second.body).to.not.have.property("nextCursor");
+    const all = await h.admin().get(path).expect(200);
+    expect(all.body.items.map((k: { id: string }) => k.id)).to.deep.equal(ids);
+    expect(all.body).to.not.have.property("nextCursor");
+  });
+
   it("serves the OpenAPI document without a key", async () => {
     const res = await request(h.url).get("/api-reference/openapi.json").expect(200);
     expect(res.body.openapi).to.equal("3.1.0");

@@ -49,6 +49,30 @@ describe("admin channels", () => {
     await eventually(() => sys.received.some((m) => m.data.id === c.id && m.data.isDefault === false));
   });
 
+  it("lists with the cursor pagination of /api/v1: limit, nextCursor, INVALID_CURSOR", async () => {
+    const org = newOrg();
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) ids.push((await create(org, { name: `P${n}`, phoneNumber: `+1415555001${n}`, providerPhoneNumberId: uniquePhoneNumberId() })).body.id);
+    const path = `/admin/v1/organizations/${org}/channels`;
+    const first = (await api(h, org).get(`${path}?limit=2`)).body;
+    expect(first.items.map((x: { id: string }) => x.id)).to.deep.equal(ids.slice(0, 2));
+    expect(first.nextCursor).to.be.a("string");
+    const second = (await api(h, org).get(`${path}?limit=2&cursor=${encodeURIComponent(first.nextCursor)}`)).body;
+    expect(second.items.map((x: { id: string }) => x.id)).to.deep.equal([ids[2]]);
+    expect(second).to.not.have.property("nextCursor");
+    expect((await api(h, org).get(path)).body.items).to.have.length(3);
+
+    const badLimit = await api(h, org).get(`${path}?limit=0`);
+    expect([badLimit.status, badLimit.body.error.details[0].path]).to.deep.equal([400, "query.limit"]);
+    for (const cursor of ["junk", "", "x".repeat(600)]) {
+      const bad = await api(h, org).get(`${path}?cursor=${cursor}`);
+      expect([bad.status, bad.body.error.code], `cursor ${cursor.slice(0, 8)}`).to.deep.equal([400, "INVALID_CURSOR"]);
+    }
+    // Another organization's cursor is not one issued to this one.
+    const foreign = await api(h, newOrg()).get(`/admin/v1/organizations/x/channels?cursor=${encodeURIComponent(first.nextCursor)}`);
+    expect([foreign.status, foreign.body.error.code]).to.deep.equal([400, "INVALID_CURSOR"]);
+  });
+
   it("answers RPC.lookupChannel for the organization only", async () => {
     const org = newOrg();
     const ch = (await create(org, { name: "A", phoneNumber: "+14155550001", providerPhoneNumberId: uniquePhoneNumberId() })).body;

@@ -17,7 +17,7 @@ export function registerAdminOrganizations(router: Router, deps: { organizations
 
   router.get("/admin/v1/organizations", async (req, res) => {
     const q = parseQuery(PageQuery, req);
-    const after = q.cursor ? deps.cursors.decode(q.cursor, isPosition) : undefined;
+    const after = q.cursor !== undefined ? deps.cursors.decode(q.cursor, isPosition) : undefined;
     const rows = await organizations.list(q.limit, after);
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];

@@ -1,16 +1,31 @@
 import type { DataSource } from "typeorm";
 import { IsNull } from "typeorm";
-import { SUBJECTS } from "@platform/contracts";
+import { z } from "zod";
+import { SUBJECTS, type ApiKeySummary, type PageQuery } from "@platform/contracts";
 import type { Bus } from "@platform/bus";
 import { iso } from "@platform/db";
-import { ApiError } from "@platform/http";
+import { ApiError, CursorCodec } from "@platform/http";
 import { newId } from "@platform/id";
 import { generateApiKey, hashApiKey, keyPrefixOf } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
 import { ApiKeyEntity } from "../db/entities/api-key.entity";
 
+/** Where a page of keys ended: the last key's creation time and id (ties on the time are broken by id). */
+type Position = { createdAt: string; id: string };
+const isPosition = (p: unknown): p is Position => z.object({ createdAt: z.iso.datetime(), id: z.string() }).safeParse(p).success;
+
 export class ApiKeys {
-  constructor(private readonly db: DataSource, private readonly bus: Bus, private readonly cache: AuthCache) {}
+  private readonly cursors: CursorCodec<Position>;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly bus: Bus,
+    private readonly cache: AuthCache,
+    /** Key of the cursors' HMAC, shared by every replica. */
+    cursorKey: string,
+  ) {
+    this.cursors = new CursorCodec<Position>(cursorKey, "api-keys");
+  }
 
   /** The key is in this answer only; the database keeps its SHA-256. */
   async create(organizationId: string, name: string) {
@@ -29,10 +44,22 @@ export class ApiKeys {
     return { id: entity.id, name, key, createdAt: iso(entity.createdAt)! };
   }
 
-  async list(organizationId: string) {
+  /** One page of the organization's keys in creation order (contract section 3: the /api/v1 cursor pagination). */
+  async list(organizationId: string, q: PageQuery): Promise<{ items: Array<z.infer<typeof ApiKeySummary>>; nextCursor?: string }> {
+    // Decoded first: a cursor this service did not issue is 400 before any work.
+    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isPosition) : undefined;
     await this.cache.flushUsage();
-    const keys = await this.db.getRepository(ApiKeyEntity).find({ where: { organizationId }, order: { createdAt: "ASC", id: "ASC" } });
-    return keys.map((k) => ({
+    const qb = this.db
+      .getRepository(ApiKeyEntity)
+      .createQueryBuilder("k")
+      .where("k.organization_id = :organizationId", { organizationId })
+      .orderBy("k.created_at", "ASC")
+      .addOrderBy("k.id", "ASC")
+      .limit(q.limit + 1);
+    if (after) qb.andWhere("(k.created_at, k.id) > (:createdAt, :id)", after);
+    const rows = await qb.getMany();
+    const page = rows.slice(0, q.limit);
+    const items = page.map((k) => ({
       id: k.id,
       name: k.name,
       keyPrefix: k.keyPrefix,
@@ -40,6 +67,8 @@ export class ApiKeys {
       lastUsedAt: iso(k.lastUsedAt),
       revokedAt: iso(k.revokedAt),
     }));
+    const last = page[page.length - 1];
+    return rows.length > q.limit && last ? { items, nextCursor: this.cursors.encode({ createdAt: iso(last.createdAt)!, id: last.id }) } : { items };
   }
 
   /** Refused everywhere within a second: evicted here at once and broadcast to every replica. */

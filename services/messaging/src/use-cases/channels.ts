@@ -1,10 +1,10 @@
 import { enqueue, type OutboxMessage } from "@platform/bus";
 import { MESSAGING_SUBJECTS, normalizePhone, SUBJECTS, type Channel } from "@platform/contracts";
 import { sqlState, UNIQUE_VIOLATION } from "@platform/db";
-import { ApiError } from "@platform/http";
+import { ApiError, type CursorCodec } from "@platform/http";
 import { newId } from "@platform/id";
 import type { z } from "zod";
-import type { CreateChannelRequest, UpdateChannelRequest } from "@platform/contracts";
+import type { CreateChannelRequest, PageQuery, UpdateChannelRequest } from "@platform/contracts";
 import type { MessagingContext } from "../context";
 import { channelsRepository, toChannel, type ChannelRow } from "../db/repositories/channels.repository";
 
@@ -87,8 +87,27 @@ export async function updateChannel(
   return channel;
 }
 
-export async function listChannels(ctx: MessagingContext, organizationId: string): Promise<Channel[]> {
-  return (await channelsRepository.list(ctx.db, organizationId)).map(toChannel);
+/** Position after a channel; `o` is the organization it was issued to. */
+export interface ChannelCursor {
+  o: string;
+  id: string;
+}
+const isChannelCursor = (p: unknown): p is ChannelCursor =>
+  typeof p === "object" && p !== null && typeof (p as ChannelCursor).o === "string" && typeof (p as ChannelCursor).id === "string";
+
+/** The Settings screen's list: creation order, the same cursor pagination as `/api/v1`. */
+export async function listChannels(
+  ctx: MessagingContext,
+  cursors: CursorCodec<ChannelCursor>,
+  organizationId: string,
+  query: PageQuery,
+): Promise<{ items: Channel[]; nextCursor?: string }> {
+  const after =
+    query.cursor !== undefined ? cursors.decode(query.cursor, (p): p is ChannelCursor => isChannelCursor(p) && p.o === organizationId).id : undefined;
+  const rows = await channelsRepository.page(ctx.db, organizationId, query.limit + 1, after);
+  const items = rows.slice(0, query.limit).map(toChannel);
+  if (rows.length <= query.limit) return { items };
+  return { items, nextCursor: cursors.encode({ o: organizationId, id: items[items.length - 1].id }) };
 }
 
 /** RPC.lookupChannel: a channel of the organization, or null. */

@@ -21,7 +21,7 @@ export async function listConversations(
   organizationId: string,
   query: PageQuery,
 ): Promise<z.infer<typeof ConversationList>> {
-  const after = query.cursor ? cursors.decode(query.cursor, isConversationCursor) : undefined;
+  const after = query.cursor !== undefined ? cursors.decode(query.cursor, isConversationCursor) : undefined;
   const rows = await conversationsRepository.page(ctx.db, organizationId, query.limit + 1, after);
   const items = rows.slice(0, query.limit).map(toConversation);
   if (rows.length <= query.limit) return { items };

@@ -66,7 +66,7 @@ export class WebhookAdmin {
   }
 
   async list(organizationId: string, q: { limit: number; cursor?: string }) {
-    const after = q.cursor ? this.webhookCursor.decode(q.cursor, isPosition).id : undefined;
+    const after = q.cursor !== undefined ? this.webhookCursor.decode(q.cursor, isPosition).id : undefined;
     const rows = await this.deps.webhooks.listPage(organizationId, q.limit + 1, after);
     const items = rows.slice(0, q.limit).map(toWebhook);
     return rows.length > q.limit ? { items, nextCursor: this.webhookCursor.encode({ id: items[items.length - 1].id }) } : { items };
@@ -125,7 +125,7 @@ export class WebhookAdmin {
 
   async listDeliveries(organizationId: string, id: string, q: { limit: number; cursor?: string }) {
     await this.get(organizationId, id);
-    const before = q.cursor ? this.deliveryCursor.decode(q.cursor, isPosition).id : undefined;
+    const before = q.cursor !== undefined ? this.deliveryCursor.decode(q.cursor, isPosition).id : undefined;
     const rows = await this.deps.deliveries.listAttempts(organizationId, id, q.limit + 1, before);
     const items: Array<Out<typeof WebhookDelivery>> = rows.slice(0, q.limit).map((r) => ({
       id: r.id,

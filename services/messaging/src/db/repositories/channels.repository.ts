@@ -85,8 +85,18 @@ export const channelsRepository = {
     return rows[0];
   },
 
-  async list(q: Queryable, organizationId: string): Promise<ChannelRow[]> {
-    return run(q, `SELECT * FROM ${SCHEMA}.channels WHERE organization_id = $1 ORDER BY created_at, id`, [organizationId]);
+  /** A page of the organization's channels in creation order, after the channel `afterId` (keyset on its exact position). */
+  async page(q: Queryable, organizationId: string, limit: number, afterId?: string): Promise<ChannelRow[]> {
+    if (afterId !== undefined) {
+      return run(
+        q,
+        `SELECT c.* FROM ${SCHEMA}.channels c, ${SCHEMA}.channels a
+         WHERE a.organization_id = $1 AND a.id = $2 AND c.organization_id = $1 AND (c.created_at, c.id) > (a.created_at, a.id)
+         ORDER BY c.created_at, c.id LIMIT $3`,
+        [organizationId, afterId, limit],
+      );
+    }
+    return run(q, `SELECT * FROM ${SCHEMA}.channels WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2`, [organizationId, limit]);
   },
 
   async findByProviderPhoneNumberId(q: Queryable, providerPhoneNumberId: string): Promise<ChannelRow | undefined> {
@@ -95,9 +105,11 @@ export const channelsRepository = {
   },
 
   /**
-   * The sending channel (explicit id, else the organization's default) and, in
-   * the same round trip, the provider timestamp of the phone's last inbound
-   * message on it (the 24-hour window).
+   * The sending channel and, in the same round trip, the provider timestamp
+   * of the phone's last inbound message on it (the 24-hour window). Without
+   * an explicit id: the organization's default channel, which is the one
+   * marked default or, when none is (its flag was cleared), the first one
+   * created (contract section 2).
    */
   async findForSend(
     q: Queryable,
@@ -110,7 +122,9 @@ export const channelsRepository = {
       "findForSend",
       `SELECT c.*, w.last_inbound_at FROM ${SCHEMA}.channels c
        LEFT JOIN ${SCHEMA}.service_windows w ON w.channel_id = c.id AND w.phone = $3
-       WHERE c.organization_id = $1 AND (($2::text IS NULL AND c.is_default) OR c.id = $2::text)`,
+       WHERE c.organization_id = $1 AND ($2::text IS NULL OR c.id = $2::text)
+       ORDER BY c.is_default DESC, c.created_at, c.id
+       LIMIT 1`,
       [organizationId, channelId ?? null, phone],
     );
     return rows[0];
