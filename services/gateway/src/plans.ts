@@ -1,6 +1,13 @@
 import type { Plan } from "@platform/contracts";
 
 /**
+ * Matched as the template-jobs service's express router matches the route:
+ * any letter case, one optional trailing slash. A stricter match here than
+ * there would let `POST /api/v1/Templates/Send` through on any plan.
+ */
+const TEMPLATE_SEND = /^\/api\/v1\/templates\/send\/?$/i;
+
+/**
  * Which actions a plan covers (contract section 2, Plans): `growth` all;
  * `starter` all but bulk template sends; `inactive` reads and ping only.
  */
@@ -10,7 +17,7 @@ export function planCovers(plan: Plan, method: string, path: string): boolean {
     case "growth":
       return true;
     case "starter":
-      return !(method === "POST" && /^\/api\/v1\/templates\/send\/?$/.test(path));
+      return !(method === "POST" && TEMPLATE_SEND.test(path));
     case "inactive":
       return isRead;
   }

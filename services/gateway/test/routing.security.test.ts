@@ -87,6 +87,16 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await request(h.url).get("/api/v1/ping").set(auth(inactive.key)).expect(200);
   });
 
+  it("refuses a starter organization's template send whatever the letter case or trailing slash", async () => {
+    const starter = await h.organization({ plan: "starter" });
+    for (const path of ["/api/v1/templates/send", "/api/v1/Templates/Send", "/api/v1/templates/send/", "/API/V1/TEMPLATES/SEND/"]) {
+      const res = await request(h.url).post(path).set("Authorization", `Bearer ${starter.key}`).send({});
+      expect([res.status, res.body.error?.code], path).to.deep.equal([402, "PAYMENT_REQUIRED"]);
+    }
+    // Everything else under /templates stays covered, in any case.
+    await request(h.url).get("/api/v1/Templates/Send/job_1").set("Authorization", `Bearer ${starter.key}`).expect(200);
+  });
+
   it("answers the provider's subscription handshake", async () => {
     const ok = await request(h.url).get("/provider/webhooks?hub.mode=subscribe&hub.verify_token=dev-verify-token&hub.challenge=1158201444").expect(200);
     expect(ok.text).to.equal("1158201444");
