@@ -16,10 +16,14 @@ export class ConfigError extends Error {
 export function parseEnv<S extends z.ZodType>(
   schema: S,
   env: NodeJS.ProcessEnv = process.env,
-  opts: { exitOnError?: boolean; service?: string } = {},
+  opts: { exitOnError?: boolean; service?: string; warn?: (line: string) => void } = {},
 ): z.infer<S> {
   const parsed = schema.safeParse(env);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    const warn = opts.warn ?? ((line: string) => process.stderr.write(line + "\n"));
+    for (const line of shortTokenWarnings(schema, parsed.data, opts.service)) warn(line);
+    return parsed.data;
+  }
   const problems = parsed.error.issues.map((issue) => {
     const name = issue.path.join(".") || "(environment)";
     const value = env[String(issue.path[0])];
@@ -63,6 +67,35 @@ const url = (protocols: string[]) =>
     }
   }, `must be a URL (${protocols.join(" or ")})`);
 
+/** Tokens shorter than this still work (the contract sets no minimum) but draw a warning at start. */
+export const RECOMMENDED_TOKEN_LENGTH = 16;
+
+const tokenSchemas = new WeakSet<z.ZodType>();
+
+/**
+ * A bearer or shared-secret token: any non-empty string, since the contract
+ * sets no minimum length and `ADMIN_TOKEN=test-admin` must start the stack.
+ * `parseEnv` warns once per token shorter than RECOMMENDED_TOKEN_LENGTH.
+ */
+export function envToken() {
+  const schema = z.string().min(1, "must not be empty");
+  tokenSchemas.add(schema);
+  return schema;
+}
+
+/** One warning line per `envToken()` variable of an object schema whose value is short. */
+export function shortTokenWarnings(schema: z.ZodType, values: unknown, service?: string): string[] {
+  // Duck-typed rather than `instanceof z.ZodObject`, which fails across two copies of zod.
+  const shape = (schema as { shape?: Record<string, z.ZodType> }).shape ?? {};
+  const record = (values ?? {}) as Record<string, unknown>;
+  return Object.entries(shape)
+    .filter(([name, field]) => tokenSchemas.has(field) && typeof record[name] === "string" && (record[name] as string).length < RECOMMENDED_TOKEN_LENGTH)
+    .map(
+      ([name]) =>
+        `config warning${service ? ` [${service}]` : ""}: ${name} is shorter than ${RECOMMENDED_TOKEN_LENGTH} characters; use a long random value outside development`,
+    );
+}
+
 /** Variables every service shares: where Postgres and NATS are, and how to log. */
 export const baseEnv = {
   /** One database; each service owns one schema in it and creates what it needs. */
@@ -87,7 +120,7 @@ export const internalServiceEnv = {
   /** Port of this service's internal HTTP API (only the gateway calls it). */
   PORT: envPort(0),
   /** Shared by the gateway and the services; a service refuses calls without it. */
-  INTERNAL_TOKEN: z.string().min(16, "must be at least 16 characters"),
+  INTERNAL_TOKEN: envToken(),
 };
 
 export { url as envUrl };

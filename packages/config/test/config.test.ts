@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { z } from "zod";
-import { baseEnv, ConfigError, envBoolean, envIntList, parseEnv } from "../src";
+import { baseEnv, ConfigError, envBoolean, envIntList, internalServiceEnv, parseEnv } from "../src";
 
 describe("parseEnv", () => {
   const schema = z.object({ ...baseEnv, FLAG: envBoolean(false), DELAYS: envIntList("5,10"), TOKEN: z.string().min(16) });
@@ -30,5 +30,17 @@ describe("parseEnv", () => {
       expect(lines.find((l) => l.includes("DATABASE_URL"))).to.match(/DATABASE_URL is invalid/);
       expect(lines.every((l) => l.startsWith("config error [svc]: "))).to.equal(true);
     }
+  });
+
+  it("accepts an INTERNAL_TOKEN of any non-empty length and warns once when it is short", () => {
+    const schema = z.object({ ...internalServiceEnv, EXTRA: z.string().default("x") });
+    const warnings: string[] = [];
+    const env = parseEnv(schema, { INTERNAL_TOKEN: "short" }, { exitOnError: false, service: "svc", warn: (l) => warnings.push(l) });
+    expect(env.INTERNAL_TOKEN).to.equal("short");
+    expect(warnings).to.deep.equal(["config warning [svc]: INTERNAL_TOKEN is shorter than 16 characters; use a long random value outside development"]);
+    warnings.length = 0;
+    parseEnv(schema, { INTERNAL_TOKEN: "x".repeat(16) }, { exitOnError: false, warn: (l) => warnings.push(l) });
+    expect(warnings).to.deep.equal([]);
+    expect(() => parseEnv(schema, { INTERNAL_TOKEN: "" }, { exitOnError: false, warn: (l) => warnings.push(l) })).to.throw(ConfigError, /INTERNAL_TOKEN is invalid: must not be empty/);
   });
 });
