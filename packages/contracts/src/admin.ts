@@ -82,7 +82,7 @@ export const ApiKeySummary = z.object({
 });
 
 export const ManualOptOutRequest = z.object({
-  messagingChannelId: z.string().min(1).max(64),
+  messagingChannelId: z.string().min(1),
   phone: PhoneInput,
   reason: z.string().max(500).optional(),
 });

@@ -13,7 +13,7 @@ export const SendMessageRequest = z
   .object({
     to: PhoneInput,
     text: z.string().min(1).max(4096),
-    messagingChannelId: z.string().min(1).max(64).optional().meta({ description: "defaults to the organization's default channel" }),
+    messagingChannelId: z.string().min(1).optional().meta({ description: "defaults to the organization's default channel" }),
   })
   .meta({ id: "SendMessageRequest" });
 export type SendMessageRequest = z.infer<typeof SendMessageRequest>;
@@ -72,7 +72,7 @@ export const ContactList = page(Contact, "ContactList");
 export const OptOutRequest = z
   .object({
     action: z.enum(["set", "clear"]).meta({ description: "`set` creates or reactivates; `clear` revokes (idempotent)" }),
-    messagingChannelId: z.string().min(1).max(64),
+    messagingChannelId: z.string().min(1),
     phone: PhoneInput,
     reason: z.string().max(500).optional().meta({ description: "kept when `action` is `set`" }),
   })

@@ -44,13 +44,18 @@ function parseJson(text: string): unknown {
   }
 }
 
+/** HTTP statuses that mean "not now" rather than "never": transient even without the provider's error body. */
+const TRANSIENT_HTTP = new Set([408, 429]);
+
 /**
- * Classifies one HTTP answer of the provider. Classification goes by the
- * provider's error code first, because the provider sends its throughput
- * error (130429) with varying HTTP statuses; then any 5xx is transient and any
- * other 4xx is permanent. An answer we cannot read is transient: we do not
- * know what happened, and giving up would lose a message the provider may
- * accept on retry.
+ * Classifies one HTTP answer of the provider (contract section 4): the
+ * provider's error code first, because it sends its throughput error (130429)
+ * with varying HTTP statuses; then any 5xx is transient and any other 4xx is
+ * permanent, whether or not its body is the provider's error shape (a 4xx
+ * from a proxy in front of it, say, with an HTML body: code `http_<status>`),
+ * except 408 and 429, which say "later". A 2xx without a message id, or an
+ * unexpected 1xx/3xx, is transient: we do not know what happened, and giving
+ * up would lose a message the provider may accept on retry.
  */
 export function classifyResponse(httpStatus: number, bodyText: string): ProviderResult {
   const json = parseJson(bodyText);
@@ -61,7 +66,9 @@ export function classifyResponse(httpStatus: number, bodyText: string): Provider
   }
 
   const err = ErrorAnswer.safeParse(json);
+  const clientError = httpStatus >= 400 && httpStatus < 500 && !TRANSIENT_HTTP.has(httpStatus);
   if (!err.success) {
+    if (clientError) return { ok: false, kind: "permanent", code: `http_${httpStatus}`, title: `provider answered HTTP ${httpStatus}`, httpStatus };
     return {
       ok: false,
       kind: "transient",
@@ -72,6 +79,6 @@ export function classifyResponse(httpStatus: number, bodyText: string): Provider
   }
   const code = err.data.error.code !== undefined ? String(err.data.error.code) : `http_${httpStatus}`;
   const title = err.data.error.message ?? err.data.error.error_user_title ?? `HTTP ${httpStatus}`;
-  const transient = code === THROUGHPUT_ERROR_CODE || httpStatus >= 500 || httpStatus < 400;
+  const transient = code === THROUGHPUT_ERROR_CODE || !clientError;
   return { ok: false, kind: transient ? "transient" : "permanent", code, title, httpStatus };
 }

@@ -120,13 +120,20 @@ describe("createProviderClient", () => {
     expect(await send()).to.deep.equal({ ok: false, kind: "permanent", code: "190", title: "Invalid OAuth access token", httpStatus: 401 });
   });
 
-  it("classifies an unparsable answer as transient", async () => {
+  it("classifies an unreadable 2xx as transient, an unreadable 4xx as permanent (408 and 429 transient)", async () => {
     next = { status: 200, body: "not json" };
     expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
     next = { status: 200, body: JSON.stringify({ messages: [] }) };
     expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
     next = { status: 404, body: "Not Found" };
-    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 404 });
+    expect(await send()).to.include({ ok: false, kind: "permanent", code: "http_404", httpStatus: 404 });
+    next = { status: 403, body: "" };
+    expect(await send()).to.include({ ok: false, kind: "permanent", code: "http_403", httpStatus: 403 });
+    for (const status of [408, 429]) {
+      next = { status, body: "<html>later</html>" };
+      expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: status });
+    }
+    expect(classifyResponse(429, JSON.stringify({ error: { message: "slow", code: 4 } }))).to.include({ kind: "transient", code: "4" });
   });
 
   it("classifies a timeout as transient, bounded by timeoutMs", async () => {

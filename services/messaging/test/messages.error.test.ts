@@ -65,9 +65,10 @@ describe("POST /api/v1/messages (errors)", () => {
     expect(none.body.error.code).to.equal("CHANNEL_NOT_FOUND");
 
     await createChannel(h, org);
-    const unknown = await api(h, org).post("/api/v1/messages").send({ to: "+14155550123", text: "hi", messagingChannelId: "ch_nope" });
-    expect(unknown.status).to.equal(404);
-    expect(unknown.body.error.code).to.equal("CHANNEL_NOT_FOUND");
+    for (const id of ["ch_nope", `ch_${"x".repeat(300)}`]) {
+      const unknown = await api(h, org).post("/api/v1/messages").send({ to: "+14155550123", text: "hi", messagingChannelId: id });
+      expect([unknown.status, unknown.body.error.code], id.slice(0, 10)).to.deep.equal([404, "CHANNEL_NOT_FOUND"]);
+    }
 
     const other = newOrg();
     const foreign = await createChannel(h, other);

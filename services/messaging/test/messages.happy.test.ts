@@ -159,6 +159,24 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(explicit.body.contactId).to.equal(viaDefault.body.contactId);
   });
 
+  it("falls back to the first channel created when no channel is marked default any more", async () => {
+    const org = newOrg();
+    const first = await createChannel(h, org, { name: "first" });
+    const second = await createChannel(h, org, { name: "second", isDefault: true });
+    const phone = uniquePhone();
+    await receiveInbound(h, first, phone);
+    await receiveInbound(h, second, phone);
+    const sendVia = async () => {
+      const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "which channel?" });
+      expect(res.status).to.equal(200);
+      return providerRequestsFor(h, res.body.id)[0].phoneNumberId;
+    };
+    expect(await sendVia()).to.equal(second.providerPhoneNumberId);
+    const cleared = await api(h, org).patch(`/admin/v1/organizations/${org}/channels/${second.id}`).send({ isDefault: false });
+    expect(cleared.body.isDefault).to.equal(false);
+    expect(await sendVia()).to.equal(first.providerPhoneNumberId);
+  });
+
   it("sees channel changes at once on this replica and within a second on another (cached channels)", async () => {
     const replica2 = await startService(definition, serviceEnv(h.env, h.sim.url), { exitOnConfigError: false });
     try {
