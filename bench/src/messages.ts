@@ -11,7 +11,7 @@
  * posted back (no webhook URL), so the load is the send path alone; 2,000
  * recipients each have an open service window, spread over two channels of
  * 1,000 messages per second (BENCH_CHANNELS changes the count). One run per
- * load level (4, 16, 32 and 64 connections; BENCH_CONNECTIONS=8,32 changes them),
+ * load level (4, 16, 24, 32 and 64 connections; BENCH_CONNECTIONS=8,32 changes them),
  * with each process's CPU per request, since throughput and latency trade
  * against each other through the concurrency.
  */
@@ -31,7 +31,7 @@ const RECIPIENTS = 2_000;
 const CHANNELS = Number(process.env.BENCH_CHANNELS ?? 2);
 const DURATION_S = 12;
 /** Load levels (concurrent connections); BENCH_CONNECTIONS=4,64 overrides. */
-const LEVELS = (process.env.BENCH_CONNECTIONS ?? "4,16,32,64").split(",").map(Number);
+const LEVELS = (process.env.BENCH_CONNECTIONS ?? "4,16,24,32,64").split(",").map(Number);
 
 export async function run(): Promise<string> {
   const env = await createTestEnvironment("benchmsg");

@@ -1,5 +1,12 @@
 import { z } from "zod";
 
+/**
+ * Exit status of a process whose configuration is wrong (EX_CONFIG of
+ * sysexits.h): `npm start` stops the whole stack on it rather than restarting
+ * the process forever.
+ */
+export const EXIT_CONFIG = 78;
+
 /** Raised instead of exiting when `exitOnError` is false (tests). */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -31,7 +38,7 @@ export function parseEnv<S extends z.ZodType>(
   });
   if (opts.exitOnError === false) throw new ConfigError(problems);
   for (const line of problems) process.stderr.write(line + "\n");
-  process.exit(1);
+  process.exit(EXIT_CONFIG);
 }
 
 /** `true`/`false`/`1`/`0` as a boolean; `z.coerce.boolean()` would read "false" as true. */

@@ -44,7 +44,7 @@ async function main(): Promise<void> {
   const { problems, options } = parseEnv(process.env);
   if (problems.length > 0) {
     for (const p of problems) process.stderr.write(`provider-simulator: ${p}\n`);
-    process.exit(1);
+    process.exit(78); // EX_CONFIG: the stack stops rather than restarting it
   }
   const sim = await startSimulator({
     ...options,
@@ -64,6 +64,8 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  // Under `npm start` (an IPC channel to the supervisor): stop when the supervisor is gone.
+  if (process.send) process.once("disconnect", () => stop("supervisor gone"));
 }
 
 main().catch((error: unknown) => {

@@ -26,7 +26,8 @@ type Closer = () => Promise<void> | void;
 /**
  * Graceful shutdown: on SIGINT/SIGTERM run the closers in reverse order of
  * registration (stop taking requests first, close the database last), then exit 0.
- * A second signal, or closers hanging past `timeoutMs`, exits at once.
+ * A second signal, or closers hanging past `timeoutMs`, exits at once. A
+ * process started with an IPC channel also stops when its parent goes away.
  */
 export class Lifecycle {
   private readonly closers: Array<{ name: string; close: Closer }> = [];
@@ -46,6 +47,14 @@ export class Lifecycle {
     };
     process.on("SIGINT", handler);
     process.on("SIGTERM", handler);
+    // Started by a supervisor over IPC (`npm start`): when it is gone, even killed outright, stop too rather than linger.
+    if (process.send) {
+      process.once("disconnect", () => {
+        if (this.stopping) return;
+        this.log.info("supervisor gone, shutting down");
+        void this.stop().then(() => process.exit(0));
+      });
+    }
     process.on("unhandledRejection", (reason) => {
       this.log.error({ err: reason instanceof Error ? { message: reason.message, stack: reason.stack } : reason }, "unhandled rejection");
     });

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { EXIT_CONFIG } from "@platform/config";
 import { checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, startStack } from "./index";
 
 /** `npm start`: the whole stack in the foreground until Ctrl-C. */
@@ -8,7 +9,7 @@ async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     process.stderr.write(`config error: PORT is invalid: must be a port number\n`);
-    process.exit(1);
+    process.exit(EXIT_CONFIG);
   }
   const problem = await checkDependencies(databaseUrl, natsUrl);
   if (problem) {
@@ -16,17 +17,30 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const generatedAdmin = !process.env.ADMIN_TOKEN;
-  const stack = await startStack({ port, databaseUrl, natsUrl, pretty: process.stdout.isTTY === true });
   let stopping = false;
-  const stop = async (signal: string) => {
+  const stop = async (reason: string, exitCode: number) => {
     if (stopping) return;
     stopping = true;
-    process.stdout.write(`[stack] ${signal}: stopping every service\n`);
+    process.stdout.write(`[stack] ${reason}: stopping every service\n`);
     await stack.stop();
-    process.exit(0);
+    process.exit(exitCode);
   };
-  process.on("SIGINT", () => void stop("SIGINT"));
-  process.on("SIGTERM", () => void stop("SIGTERM"));
+  const stack = await startStack({
+    port,
+    databaseUrl,
+    natsUrl,
+    pretty: process.stdout.isTTY === true,
+    // A bad variable is fixed by the operator, not by a restart: the whole stack stops, non-zero.
+    onConfigError: (name) => void stop(`${name} has a configuration error`, EXIT_CONFIG),
+  });
+  // npm forwards the terminal's Ctrl-C too, so a signal may come twice: the first one counts.
+  process.on("SIGINT", () => void stop("SIGINT", 0));
+  process.on("SIGTERM", () => void stop("SIGTERM", 0));
+  // The parent (npm) killed outright cannot pass a signal on: notice it and stop rather than run on unowned.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop("parent process gone", 0);
+  }, 1_000).unref();
   try {
     await stack.waitReady();
     const lines = [
@@ -37,7 +51,7 @@ async function main(): Promise<void> {
     ];
     for (const l of lines) process.stdout.write(l + "\n");
   } catch (err) {
-    process.stdout.write(`[stack] not ready yet: ${(err as Error).message}\n`);
+    if (!stopping) process.stdout.write(`[stack] not ready yet: ${(err as Error).message}\n`);
   }
 }
 

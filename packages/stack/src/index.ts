@@ -4,6 +4,7 @@ import { existsSync, readdirSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import readline from "node:readline";
+import { EXIT_CONFIG } from "@platform/config";
 
 /**
  * Runs the whole stack as `npm start` does: every service its own OS process
@@ -26,6 +27,11 @@ export interface StackOptions {
   onLog?: (line: string) => void;
   pretty?: boolean;
   readyTimeoutMs?: number;
+  /**
+   * A process exited because its configuration is wrong (it printed one line
+   * per bad variable): it is not restarted, and this is called once.
+   */
+  onConfigError?: (name: string) => void;
 }
 
 interface Proc {
@@ -178,15 +184,26 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   procs.push({ name: "gateway", script: path.join(REPO_ROOT, "services/gateway/dist/index.js"), env: gatewayEnv, restarts: 0 });
 
   let stopping = false;
+  let configFailed = false;
   const spawnProc = (p: Proc, color: number) => {
     const nodeArgs = p.name === "provider-simulator" ? [] : SERVICE_NODE_ARGS;
-    const child = spawn(process.execPath, [...nodeArgs, p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe"] });
+    // Its own process group, so that a Ctrl-C reaches the supervisor alone and each process gets exactly one SIGTERM
+    // from it; the IPC channel ends when the supervisor does, even killed outright, and the process then stops too.
+    const child = spawn(process.execPath, [...nodeArgs, p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe", "ipc"], detached: true });
     p.child = child;
-    for (const stream of [child.stdout, child.stderr]) {
+    for (const stream of [child.stdout!, child.stderr!]) {
       readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color)));
     }
     child.on("exit", (code, signal) => {
       if (stopping) return;
+      if (code === EXIT_CONFIG) {
+        log(formatLine("stack", `${p.name} has a configuration error (above); not restarting it`, pretty, 37));
+        if (!configFailed) {
+          configFailed = true;
+          opts.onConfigError?.(p.name);
+        }
+        return;
+      }
       p.restarts++;
       log(formatLine("stack", `${p.name} exited (${signal ?? `code ${code}`}); restarting in 1 s (restart #${p.restarts})`, pretty, 37));
       setTimeout(() => {

@@ -1,5 +1,8 @@
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
-import { checkDependencies, discoverServices, freePort, reachable } from "../src";
+import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
+import { checkDependencies, discoverServices, freePort, reachable, REPO_ROOT } from "../src";
 
 describe("stack runner", () => {
   it("says in one line how to get PostgreSQL when it does not answer", async () => {
@@ -25,5 +28,68 @@ describe("stack runner", () => {
   it("discovers the built services", () => {
     expect(discoverServices()).to.include("contacts");
     expect(discoverServices()).to.not.include("gateway");
+  });
+});
+
+describe("npm start (the stack in the foreground)", function () {
+  this.timeout(120_000);
+  let env: TestEnvironment;
+  before(async () => {
+    env = await createTestEnvironment("stackcli");
+  });
+  after(async () => env.cleanup());
+
+  /** The processes this test's stack started: the ones whose environment carries its namespace. */
+  const processesOfStack = () =>
+    readdirSync("/proc")
+      .filter((d) => /^\d+$/.test(d))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(`BUS_NAMESPACE=${env.namespace}`);
+        } catch {
+          return false;
+        }
+      });
+
+  /** `npm start` without its build step (CI built everything already), output collected. */
+  async function npmStart(extraEnv: Record<string, string> = {}) {
+    const port = await freePort();
+    const child = spawn("npm", ["start", "--ignore-scripts"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, PORT: String(port), DATABASE_URL: env.databaseUrl, BUS_NAMESPACE: env.namespace, LOG_LEVEL: "warn", ...extraEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout!.on("data", (b: Buffer) => (output += b.toString()));
+    child.stderr!.on("data", (b: Buffer) => (output += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    return { child, exited, output: () => output };
+  }
+
+  it("drains and exits 0 on SIGTERM to npm itself, leaving no process behind", async () => {
+    const run = await npmStart();
+    await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
+    expect(processesOfStack().length).to.be.greaterThan(4);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).to.equal(0);
+    await eventually(() => processesOfStack().length === 0, 10_000, 200);
+  });
+
+  it("stops every service when npm is killed outright", async () => {
+    const run = await npmStart();
+    await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
+    // SIGKILL gives npm no chance to pass anything on: the runner notices its parent is gone, the services their runner.
+    run.child.kill("SIGKILL");
+    await run.exited;
+    await eventually(() => processesOfStack().length === 0, 15_000, 200);
+  });
+
+  it("exits non-zero with the service's one line when a variable is bad, without restarting it", async () => {
+    const run = await npmStart({ RATE_LIMIT_PER_SECOND: "abc" });
+    expect(await run.exited).to.equal(78);
+    expect(run.output()).to.match(/config error \[gateway\]: RATE_LIMIT_PER_SECOND is invalid/);
+    expect(run.output()).to.include("gateway has a configuration error");
+    expect(run.output()).to.not.match(/restarting in/);
+    await eventually(() => processesOfStack().length === 0, 10_000, 200);
   });
 });
