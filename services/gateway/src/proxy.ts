@@ -1,5 +1,5 @@
 import http from "node:http";
-import { createProxyMiddleware } from "http-proxy-middleware";
+import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin } from "http-proxy-middleware";
 import { errorBody, INTERNAL_HEADERS } from "@platform/http";
 import type { Logger } from "@platform/logging";
 
@@ -35,6 +35,10 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
     changeOrigin: false,
     xfwd: true,
     proxyTimeout: opts.timeoutMs,
+    // The default plugins minus the logger (a URL built and a line formatted per request, for a no-op logger) and the
+    // error page (our `error` handler answers the envelope): the crash guards and the `on` events stay.
+    ejectPlugins: true,
+    plugins: [debugProxyErrorsPlugin, proxyEventsPlugin],
     // Express strips a mount path from req.url; the service sees the path the client sent.
     pathRewrite: (_path, req) => (req as ForwardedRequest).originalUrl ?? req.url ?? "/",
     on: {
