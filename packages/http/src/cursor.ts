@@ -1,14 +1,27 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { ApiError } from "./errors";
 
+/** Far above any cursor this codec issues; longer ones are refused before any work. */
+const MAX_CURSOR_LENGTH = 2_048;
+
+/** The usual keyset position: the last item's creation time (ISO 8601) and its id, which breaks ties. */
+export interface CreatedPosition {
+  createdAt: string;
+  id: string;
+}
+
+export const isCreatedPosition = (p: unknown): p is CreatedPosition =>
+  typeof p === "object" &&
+  p !== null &&
+  typeof (p as CreatedPosition).id === "string" &&
+  typeof (p as CreatedPosition).createdAt === "string" &&
+  !Number.isNaN(Date.parse((p as CreatedPosition).createdAt));
+
 /**
  * Opaque keyset cursors: base64url JSON plus an HMAC, so a cursor this service
  * did not issue (or one that was edited) is `400 INVALID_CURSOR`, never a
  * query with attacker-chosen bounds. The key is shared by all replicas.
  */
-/** Far above any cursor this codec issues; longer ones are refused before any work. */
-const MAX_CURSOR_LENGTH = 2_048;
-
 export class CursorCodec<T extends object> {
   constructor(private readonly key: string, private readonly kind: string) {}
 

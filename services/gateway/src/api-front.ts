@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ApiError, errorBody, INTERNAL_HEADERS, isDependencyDown, requestIdFor, type Metrics } from "@platform/http";
+import { ApiError, INTERNAL_HEADERS, requestIdFor, toApiError, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
 import { bearerKey, hashApiKey } from "./auth/api-keys";
 import type { AuthCache } from "./auth/key-cache";
@@ -92,25 +92,17 @@ const unauthorized = () => new ApiError("UNAUTHORIZED", "Invalid API key");
 const noRoute = (req: IncomingMessage, path: string) => new ApiError("NOT_FOUND", `No route for ${req.method} ${path}`);
 
 /**
- * The error envelope, as the express error middleware writes it. Postgres or
- * NATS being down (a cold key cache cannot verify a key without the database)
- * is 503 SERVICE_UNAVAILABLE, safe to retry: the contract allows no 500.
+ * The error envelope, as the express error middleware writes it, through the
+ * same mapping (`toApiError`): Postgres or NATS being down (a cold key cache
+ * cannot verify a key without the database) is 503 SERVICE_UNAVAILABLE.
  */
 function sendError(res: ServerResponse, err: unknown, log: Logger, path: string): void {
-  let apiError: ApiError;
-  if (err instanceof ApiError) apiError = err;
-  else if (isDependencyDown(err)) {
-    log.warn({ err: (err as Error)?.message, requestId: res.getHeader("X-Request-Id"), path }, "dependency unavailable");
-    apiError = ApiError.unavailable();
-  } else {
-    log.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, requestId: res.getHeader("X-Request-Id"), path }, "unhandled error");
-    apiError = new ApiError("INTERNAL_ERROR", "Internal error");
-  }
+  const apiError = toApiError(err, log, { requestId: res.getHeader("X-Request-Id"), path });
   if (res.headersSent) {
     res.end();
     return;
   }
-  const body = apiError.details ? JSON.stringify(apiError.toJSON()) : errorBody(apiError.code, apiError.message);
+  const body = JSON.stringify(apiError.toJSON());
   res.writeHead(apiError.status, { ...apiError.headers, "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) });
   res.end(body);
 }

@@ -1,14 +1,9 @@
 import type { Router } from "express";
-import { z } from "zod";
 import { CreateOrganizationRequest, PageQuery, UpdateOrganizationRequest } from "@platform/contracts";
-import { parseBody, parseQuery, type CursorCodec } from "@platform/http";
+import { isCreatedPosition, parseBody, parseQuery, type CreatedPosition, type CursorCodec } from "@platform/http";
 import type { Organizations } from "../use-cases/organizations";
 
-type Position = { createdAt: string; id: string };
-const isPosition = (p: unknown): p is Position =>
-  z.object({ createdAt: z.string(), id: z.string() }).safeParse(p).success;
-
-export function registerAdminOrganizations(router: Router, deps: { organizations: Organizations; cursors: CursorCodec<Position> }): void {
+export function registerAdminOrganizations(router: Router, deps: { organizations: Organizations; cursors: CursorCodec<CreatedPosition> }): void {
   const { organizations } = deps;
 
   router.post("/admin/v1/organizations", async (req, res) => {
@@ -17,7 +12,7 @@ export function registerAdminOrganizations(router: Router, deps: { organizations
 
   router.get("/admin/v1/organizations", async (req, res) => {
     const q = parseQuery(PageQuery, req);
-    const after = q.cursor !== undefined ? deps.cursors.decode(q.cursor, isPosition) : undefined;
+    const after = q.cursor !== undefined ? deps.cursors.decode(q.cursor, isCreatedPosition) : undefined;
     const rows = await organizations.list(q.limit, after);
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];

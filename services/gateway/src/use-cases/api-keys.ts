@@ -1,21 +1,17 @@
 import type { DataSource } from "typeorm";
 import { IsNull } from "typeorm";
-import { z } from "zod";
+import type { z } from "zod";
 import { SUBJECTS, type ApiKeySummary, type PageQuery } from "@platform/contracts";
 import type { Bus } from "@platform/bus";
 import { iso } from "@platform/db";
-import { ApiError, CursorCodec } from "@platform/http";
+import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "@platform/http";
 import { newId } from "@platform/id";
 import { generateApiKey, hashApiKey, keyPrefixOf } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
 import { ApiKeyEntity } from "../db/entities/api-key.entity";
 
-/** Where a page of keys ended: the last key's creation time and id (ties on the time are broken by id). */
-type Position = { createdAt: string; id: string };
-const isPosition = (p: unknown): p is Position => z.object({ createdAt: z.iso.datetime(), id: z.string() }).safeParse(p).success;
-
 export class ApiKeys {
-  private readonly cursors: CursorCodec<Position>;
+  private readonly cursors: CursorCodec<CreatedPosition>;
 
   constructor(
     private readonly db: DataSource,
@@ -24,7 +20,7 @@ export class ApiKeys {
     /** Key of the cursors' HMAC, shared by every replica. */
     cursorKey: string,
   ) {
-    this.cursors = new CursorCodec<Position>(cursorKey, "api-keys");
+    this.cursors = new CursorCodec<CreatedPosition>(cursorKey, "api-keys");
   }
 
   /** The key is in this answer only; the database keeps its SHA-256. */
@@ -47,7 +43,7 @@ export class ApiKeys {
   /** One page of the organization's keys in creation order (contract section 3: the /api/v1 cursor pagination). */
   async list(organizationId: string, q: PageQuery): Promise<{ items: Array<z.infer<typeof ApiKeySummary>>; nextCursor?: string }> {
     // Decoded first: a cursor this service did not issue is 400 before any work.
-    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isPosition) : undefined;
+    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isCreatedPosition) : undefined;
     await this.cache.flushUsage();
     const qb = this.db
       .getRepository(ApiKeyEntity)

@@ -1,18 +1,12 @@
 import type { z } from "zod";
 import { enqueue } from "@platform/bus";
 import type { ConversationList, PageQuery } from "@platform/contracts";
-import type { CursorCodec } from "@platform/http";
+import { isCreatedPosition, type CreatedPosition, type CursorCodec } from "@platform/http";
 import type { MessagingContext } from "../context";
 import { conversationsRepository, toConversation } from "../db/repositories/conversations.repository";
 import { conversationEvent } from "./events";
 
-export interface ConversationCursor {
-  createdAt: string;
-  id: string;
-}
-export const isConversationCursor = (p: unknown): p is ConversationCursor =>
-  typeof p === "object" && p !== null && typeof (p as ConversationCursor).createdAt === "string" &&
-  !Number.isNaN(Date.parse((p as ConversationCursor).createdAt)) && typeof (p as ConversationCursor).id === "string";
+export type ConversationCursor = CreatedPosition;
 
 /** GET /api/v1/conversations: ordered by createdAt then id; the cursor is the last item's position. */
 export async function listConversations(
@@ -21,7 +15,7 @@ export async function listConversations(
   organizationId: string,
   query: PageQuery,
 ): Promise<z.infer<typeof ConversationList>> {
-  const after = query.cursor !== undefined ? cursors.decode(query.cursor, isConversationCursor) : undefined;
+  const after = query.cursor !== undefined ? cursors.decode(query.cursor, isCreatedPosition) : undefined;
   const rows = await conversationsRepository.page(ctx.db, organizationId, query.limit + 1, after);
   const items = rows.slice(0, query.limit).map(toConversation);
   if (rows.length <= query.limit) return { items };
