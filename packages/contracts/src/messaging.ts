@@ -68,3 +68,76 @@ export const MESSAGING_SUBJECTS = {
   /** Core NATS broadcast: every messaging replica drops its cached channels of the organization. */
   channelsChanged: { subject: "bcast.messaging.channels.changed.v1", schema: z.object({ organizationId: z.string() }) },
 } as const;
+
+// --- template sends (asked by template-jobs, answered by messaging) ---------
+
+/** A button variable of a template send (contract section 4). */
+export const TemplateButtonParameter = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("quick_reply"), payload: z.string().min(1).max(1024), index: z.number().int().min(0).max(9).optional() }),
+  z.object({ type: z.literal("url"), text: z.string().min(1).max(1024), index: z.number().int().min(0).max(9).optional() }),
+]);
+export type TemplateButtonParameter = z.infer<typeof TemplateButtonParameter>;
+
+export const TemplateHeaderFormat = z.enum(["image", "video", "document"]);
+
+/**
+ * One template message to send. `key` is the send's idempotency key
+ * (`job:<jobId>:<recipientId>`): messaging stores at most one message per
+ * (organization, key), so a repeat after a crash answers the existing
+ * message and never calls the provider again.
+ */
+export const TemplateSendItem = z.object({
+  key: z.string().min(1).max(255),
+  /** E.164 (template-jobs normalized it at creation). */
+  phone: z.string().regex(/^\+[1-9]\d{1,14}$/),
+  bodyParameters: z.array(z.string().min(1).max(1024)).max(20).default([]),
+  buttonParameters: z.array(TemplateButtonParameter).max(10).default([]),
+});
+export type TemplateSendItem = z.infer<typeof TemplateSendItem>;
+
+/**
+ * Sends a batch of one job's template messages on one channel: each is
+ * checked against opt-outs (read-your-writes), stored as a message of the
+ * messaging service (contact, conversation, `message.*` events with
+ * `templateJobId`), paced with the channel's other sends (bulk sends yield to
+ * single sends, docs/adr/0003-channel-pacing.md) and handed to the provider.
+ */
+export const TemplateSendRequest = z.object({
+  organizationId: z.string(),
+  messagingChannelId: z.string(),
+  templateJobId: z.string(),
+  template: z.object({ name: z.string().min(1), language: z.string().min(1), headerFormat: TemplateHeaderFormat.nullable().default(null) }),
+  headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).nullable().default(null),
+  sends: z.array(TemplateSendItem).min(1).max(1_000),
+});
+export type TemplateSendRequest = z.infer<typeof TemplateSendRequest>;
+
+/**
+ * The outcome of one send, in the order of `sends`:
+ * - `sent`: the provider accepted it (`providerMessageId` set);
+ * - `pending`: stored; the provider failed transiently and messaging retries
+ *   it in the background; the final outcome arrives as `message.sent` or
+ *   `message.failed` with `templateJobId` and this `messageId`;
+ * - `failed`: the provider refused it permanently (stored as `failed`);
+ * - `opted_out`: the number has an active opt-out on the channel; nothing
+ *   stored, nothing sent.
+ * A repeated key answers the stored message's current outcome.
+ */
+export const TemplateSendOutcome = z.object({
+  key: z.string(),
+  outcome: z.enum(["sent", "pending", "failed", "opted_out"]),
+  messageId: z.string().nullable(),
+  providerMessageId: z.string().nullable(),
+  error: z.object({ code: z.string(), title: z.string() }).optional(),
+});
+export type TemplateSendOutcome = z.infer<typeof TemplateSendOutcome>;
+export const TemplateSendResponse = z.object({ results: z.array(TemplateSendOutcome) });
+export type TemplateSendResponse = z.infer<typeof TemplateSendResponse>;
+
+export const MESSAGING_RPC = {
+  sendTemplates: {
+    subject: "rpc.messaging.template.send.v1",
+    request: TemplateSendRequest,
+    response: TemplateSendResponse,
+  },
+} as const;
