@@ -25,6 +25,8 @@ export interface BusOptions {
   /** Connection name, shown by the NATS server's monitoring. */
   name: string;
   log: Logger;
+  /** Copies of every stream in a JetStream cluster (BUS_STREAM_REPLICAS): 1 on one server, 3 in production. */
+  streamReplicas?: number;
 }
 
 export interface ConsumeOptions<S extends z.ZodType> {
@@ -73,6 +75,7 @@ export class Bus {
     readonly jsm: JetStreamManager,
     private readonly namespace: string,
     private readonly log: Logger,
+    private readonly streamReplicas = 1,
   ) {}
 
   static async connect(opts: BusOptions): Promise<Bus> {
@@ -86,7 +89,7 @@ export class Bus {
       noAsyncTraces: true,
     });
     const jsm = await nc.jetstreamManager({ timeout: 5_000 });
-    const bus = new Bus(nc, nc.jetstream({ timeout: 5_000 }), jsm, opts.namespace ?? "", opts.log);
+    const bus = new Bus(nc, nc.jetstream({ timeout: 5_000 }), jsm, opts.namespace ?? "", opts.log, opts.streamReplicas ?? 1);
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === "disconnect" || s.type === "reconnect") opts.log.warn({ status: s.type }, "nats connection status");
@@ -114,6 +117,7 @@ export class Bus {
         storage: StorageType.File,
         duplicate_window: nanos(def.duplicateWindowMs),
         max_age: nanos(def.maxAgeMs),
+        num_replicas: this.streamReplicas,
       };
       try {
         await this.jsm.streams.info(config.name);

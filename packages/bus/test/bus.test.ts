@@ -23,6 +23,19 @@ describe("bus (real NATS)", () => {
     await env.cleanup();
   });
 
+  it("creates streams with one replica by default and passes BUS_STREAM_REPLICAS to the server", async () => {
+    const info = await bus.jsm.streams.info(bus.streamName(STREAMS.work));
+    expect(info.config.num_replicas).to.equal(1);
+    // A single server refuses 3 replicas: the setting reaches JetStream (a 3-node cluster accepts it).
+    const three = await Bus.connect({ url: env.natsUrl, namespace: `${env.namespace}_r3`, name: "bus-test-r3", log, streamReplicas: 3 });
+    try {
+      const err = await three.ensureStreams([STREAMS.work]).then(() => null, (e: Error) => e);
+      expect(err?.message).to.match(/replicas/i);
+    } finally {
+      await three.close();
+    }
+  });
+
   it("drops a publish repeated with the same message id", async () => {
     await bus.publish("work.dedupe.v1", { n: 1 }, { msgId: "same" });
     await bus.publish("work.dedupe.v1", { n: 1 }, { msgId: "same" });

@@ -117,6 +117,8 @@ export const baseEnv = {
     .string()
     .regex(/^[a-z0-9_]*$/, "lowercase letters, digits and _ only")
     .default(""),
+  /** Copies of every JetStream stream: 1 on a single NATS server, 3 on a 3-node cluster (the prod overlay). */
+  BUS_STREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   /** pino level; JSON logs on stdout. */
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 };
@@ -126,6 +128,8 @@ export const internalServiceEnv = {
   ...baseEnv,
   /** Port of this service's internal HTTP API (only the gateway calls it). */
   PORT: envPort(0),
+  /** Address the HTTP server binds: loopback by default (npm start, tests); `0.0.0.0` in a container. */
+  HOST: z.string().min(1).default("127.0.0.1"),
   /** Shared by the gateway and the services; a service refuses calls without it. */
   INTERNAL_TOKEN: envToken(),
 };

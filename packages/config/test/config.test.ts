@@ -10,6 +10,9 @@ describe("parseEnv", () => {
     expect(env.DATABASE_URL).to.equal("postgres://postgres@127.0.0.1:5432/messaging");
     expect(env.NATS_URL).to.equal("nats://127.0.0.1:4222");
     expect(env.FLAG).to.equal(false);
+    expect(env.BUS_STREAM_REPLICAS).to.equal(1);
+    expect(parseEnv(schema, { TOKEN: "x".repeat(16), BUS_STREAM_REPLICAS: "3" }, { exitOnError: false }).BUS_STREAM_REPLICAS).to.equal(3);
+    expect(parseEnv(z.object(internalServiceEnv), { INTERNAL_TOKEN: "x".repeat(16) }, { exitOnError: false }).HOST).to.equal("127.0.0.1");
     expect(env.DELAYS).to.deep.equal([5, 10]);
   });
 

@@ -75,7 +75,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DataSource> {
     try {
       await runner.query("SELECT pg_advisory_lock(hashtext($1))", [`migrations:${opts.schema}`]);
       try {
-        await runner.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(opts.schema)}`);
+        // A role limited to its own schema (created for it beforehand, as in k8s/) may not CREATE on the database,
+        // and Postgres checks that privilege even for CREATE SCHEMA IF NOT EXISTS: only create a missing schema.
+        const found = await runner.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [opts.schema]);
+        if (found.length === 0) await runner.query(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(opts.schema)}`);
         await ds.runMigrations({ transaction: "each" });
       } finally {
         await runner.query("SELECT pg_advisory_unlock(hashtext($1))", [`migrations:${opts.schema}`]);

@@ -76,7 +76,7 @@ export async function startService<S extends z.ZodRawShape>(
     log,
   );
   lifecycle.onStop("postgres", () => db.destroy());
-  const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: def.name, log }), log);
+  const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: def.name, log, streamReplicas: env.BUS_STREAM_REPLICAS }), log);
   lifecycle.onStop("nats", () => bus.close());
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
 
@@ -104,7 +104,7 @@ export async function startService<S extends z.ZodRawShape>(
   const server = await new Promise<Server>((resolve, reject) => {
     const s = createServer(handler);
     s.once("error", reject);
-    s.listen(env.PORT, "127.0.0.1", () => resolve(s));
+    s.listen(env.PORT, env.HOST, () => resolve(s));
   });
   server.keepAliveTimeout = 65_000;
   lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));

@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     log,
   );
   lifecycle.onStop("postgres", () => db.destroy());
-  const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: "gateway", log }), log);
+  const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: "gateway", log, streamReplicas: env.BUS_STREAM_REPLICAS }), log);
   lifecycle.onStop("nats", () => bus.close());
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
 
