@@ -23,8 +23,13 @@ for dir in packages/* services/*; do
   mkdir -p "$out/$dir"
   cp "$dir/package.json" "$out/$dir/"
   cp -R "$dir/dist" "$out/$dir/dist"
+  # Dependencies npm could not hoist to the root (another version there) live beside the workspace.
+  if [ -d "$dir/node_modules" ]; then cp -R "$dir/node_modules" "$out/$dir/node_modules"; fi
   find "$out/$dir/dist" \( -name '*.map' -o -name '*.d.ts' -o -name '*.tsbuildinfo' \) -delete
 done
 cp -R node_modules "$out/node_modules"
+# typeorm declares ts-node as an optional peer, which npm keeps whenever it is installed: the image runs compiled
+# JavaScript only (packages/deploy-check's image test starts every service without them).
+rm -rf "$out/node_modules/ts-node" "$out/node_modules/typescript" "$out/node_modules/@types"
 # Workspace links to what is not in the image (tests, benchmarks) dangle: drop them.
 find "$out/node_modules" -maxdepth 2 -type l ! -exec test -e {} \; -delete
