@@ -1,4 +1,6 @@
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
 import { OVERLAYS, REPO_ROOT, render, validateObject, type K8sObject, type Overlay } from "../src/render";
@@ -192,6 +194,25 @@ for (const overlay of OVERLAYS) {
           expect(ok, `${name} may reach ${JSON.stringify(peer)}`).to.equal(true);
         }
       }
+    });
+
+    it("renders a NATS configuration that nats-server accepts, clustered with all peers when there are several", () => {
+      const conf = all("ConfigMap").find((c) => c.metadata.name.startsWith("nats-config"))!.data["nats.conf"];
+      const server = ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"].find((p) => existsSync(p)) ?? "nats-server";
+      const dir = mkdtempSync(path.join(os.tmpdir(), "nats-conf-"));
+      try {
+        writeFileSync(path.join(dir, "nats.conf"), conf);
+        const out = execFileSync(server, ["-c", path.join(dir, "nats.conf"), "-t"], { encoding: "utf8", env: { ...process.env, POD_NAME: "nats-0" }, stdio: "pipe" });
+        expect(out + "").to.not.match(/invalid|error/i);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const sts = one("StatefulSet", "nats");
+      const routes = conf.match(/nats:\/\/nats-\d+\.nats-headless:6222/g) ?? [];
+      if (sts.spec.replicas > 1) expect(routes.length).to.equal(sts.spec.replicas);
+      else expect(conf).to.not.match(/cluster\s*{/);
+      expect(conf).to.match(/pid_file: "\/var\/run\/nats\/nats.pid"/);
+      expect(sts.spec.template.spec.containers[0].lifecycle.preStop.exec.command.join(" ")).to.include("ldm=/var/run/nats/nats.pid");
     });
 
     it("gives every service its own database role, managed by the Postgres Cluster and created in roles.sql", () => {
