@@ -3,6 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
+import { z } from "zod";
+import { internalServiceEnv, parseEnv } from "@platform/config";
 import { OVERLAYS, REPO_ROOT, render, validateObject, type K8sObject, type Overlay } from "../src/render";
 
 /** Every service of the platform and the Postgres schema (= database role) it owns. A new service goes here. */
@@ -213,6 +215,31 @@ for (const overlay of OVERLAYS) {
       else expect(conf).to.not.match(/cluster\s*{/);
       expect(conf).to.match(/pid_file: "\/var\/run\/nats\/nats.pid"/);
       expect(sts.spec.template.spec.containers[0].lifecycle.preStop.exec.command.join(" ")).to.include("ldm=/var/run/nats/nats.pid");
+    });
+
+    it("gives every built service an environment its own schema accepts, with no unknown variable", () => {
+      const built = Object.keys(SERVICES).filter((name) => existsSync(path.join(REPO_ROOT, "services", name, "dist/env.js")));
+      expect(built).to.include.members(["gateway", "messaging", "contacts", "webhook-dispatcher"]);
+      for (const name of built) {
+        const mod = require(path.join(REPO_ROOT, "services", name, "dist/env.js")) as { envSchema?: z.ZodObject<z.ZodRawShape>; envShape?: z.ZodRawShape };
+        const schema = mod.envSchema ?? z.object({ ...internalServiceEnv, ...mod.envShape });
+        const c = container(name);
+        const env: Record<string, string> = {};
+        for (const ref of c.envFrom) {
+          const cm = all("ConfigMap").find((m) => m.metadata.name === ref.configMapRef.name);
+          expect(cm, `${name}: ConfigMap ${ref.configMapRef.name}`).to.not.equal(undefined);
+          Object.assign(env, cm!.data);
+        }
+        for (const e of c.env) {
+          if (e.value !== undefined) env[e.name] = e.value.replace("$(DB_USER)", "role").replace("$(DB_PASSWORD)", "0123456789abcdef");
+          else if (e.valueFrom?.secretKeyRef) env[e.name] = "placeholder-secret-0123456789abcdef";
+          else if (e.valueFrom?.fieldRef) env[e.name] = `${name}-pod`;
+        }
+        const parsed = parseEnv(schema, env, { exitOnError: false, service: name, warn: () => undefined }) as Record<string, unknown>;
+        expect(parsed.HOST ?? "0.0.0.0", name).to.equal("0.0.0.0");
+        const known = new Set([...Object.keys(schema.shape), "DB_USER", "DB_PASSWORD"]);
+        expect(Object.keys(env).filter((k) => !known.has(k)), `${name}: variables it does not read`).to.deep.equal([]);
+      }
     });
 
     it("gives every service its own database role, managed by the Postgres Cluster and created in roles.sql", () => {

@@ -7,6 +7,8 @@ export const envSchema = z.object({
   ...baseEnv,
   /** The only public port. */
   PORT: envPort(8080),
+  /** Address to bind; every interface when unset (the gateway is the public edge). */
+  HOST: z.string().min(1).optional(),
   /** Bearer token of the admin API (`/admin/v1`). `npm start` generates one in development. Any length; a short one is warned about at start. */
   ADMIN_TOKEN: envToken(),
   /** Shared with the services; they refuse calls without it. Any length; a short one is warned about at start. */

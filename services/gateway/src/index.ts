@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const gateway = createGateway({ env, log, db, bus });
   lifecycle.onStop("gateway", () => gateway.stop());
   const server: Server = await new Promise((resolve, reject) => {
-    const s = createServer(gateway.listener).listen(env.PORT, () => resolve(s));
+    const s = createServer(gateway.listener).listen(env.PORT, env.HOST, () => resolve(s));
     s.once("error", reject);
   });
   server.keepAliveTimeout = 65_000;
