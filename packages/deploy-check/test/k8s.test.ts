@@ -277,7 +277,6 @@ for (const overlay of OVERLAYS) {
         expect(one("ConfigMap", "platform-config").data.BUS_STREAM_REPLICAS).to.equal("1");
         expect(one("Cluster", "postgres").spec.instances).to.equal(1);
         expect(one("ConfigMap", "messaging-config").data.PROVIDER_BASE_URL).to.equal("http://provider-simulator:8080");
-        expect(one("ConfigMap", "template-jobs-config").data.PROVIDER_BASE_URL).to.equal("http://provider-simulator:8080");
       });
     }
   });
