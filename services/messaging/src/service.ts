@@ -4,7 +4,7 @@ import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consume
 import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
 import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
 import { serveTemplateSend } from "./bus/responders/rpc.messaging.template.send";
-import { ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
+import { AcceptedSends, ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { TemplateSends1764000000000 } from "./db/migrations/1764000000000-TemplateSends";
@@ -27,7 +27,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
     contexts.set(deps, ctx);
   }
   return ctx;
@@ -50,7 +50,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     await consumeProviderInbound(ctx);
     await consumeSendWork(ctx);
     const stopSweeper = startSweeper(ctx);
-    return [() => ctx.provider.close(), stopSweeper];
+    return [() => ctx.provider.close(), stopSweeper, () => ctx.accepted.drain(5_000)];
   },
 };
 

@@ -34,6 +34,51 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
   };
 }
 
+/** Between two tries of recording an accepted send while the database refuses it. */
+export const RECORD_RETRY_MS = { first: 100, max: 1_000 };
+
+/**
+ * The provider accepted attempt `attempt`: `sent` with its event, or, when a
+ * status callback or another sender settled the message meanwhile, just the
+ * provider id. If the database refuses the write, the answer is kept
+ * (`ctx.accepted`) and recorded again until the database is back, and the
+ * caller is told `sent` at once: calling the provider again would send the
+ * message twice.
+ */
+async function recordAccepted(ctx: MessagingContext, message: MessageRow, attempt: number, providerMessageId: string): Promise<AttemptOutcome> {
+  const sent: MessageRow = { ...message, status: "sent", provider_message_id: providerMessageId, error_code: null, error_title: null };
+  const record = async (): Promise<AttemptOutcome> => {
+    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId, event: messageStatusEvent(sent, "sent") })) {
+      return { kind: "sent", message: sent };
+    }
+    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, providerMessageId) };
+  };
+  try {
+    return await record();
+  } catch (err) {
+    ctx.log.error(
+      { messageId: message.id, attempt, providerMessageId, err: (err as Error).message },
+      "provider accepted the send but recording it failed; recording again until the database is back",
+    );
+    ctx.accepted.keep(
+      message.id,
+      (async () => {
+        for (let delay = RECORD_RETRY_MS.first; !ctx.accepted.stopped; delay = Math.min(RECORD_RETRY_MS.max, delay * 2)) {
+          await sleep(delay);
+          try {
+            await record();
+            ctx.log.info({ messageId: message.id, attempt, providerMessageId }, "accepted send recorded after the database came back");
+            return;
+          } catch {
+            // still down: keep the answer and try again
+          }
+        }
+      })(),
+    );
+    return { kind: "sent", message: sent };
+  }
+}
+
 const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
 
 const isTemplate = (m: MessageRow) => m.type === "template" && m.template_payload !== null;
@@ -91,13 +136,7 @@ export async function attemptSend(
 
   const result = await callProvider(ctx, channel, message);
 
-  if (result.ok) {
-    const sent: MessageRow = { ...message, status: "sent", provider_message_id: result.providerMessageId, error_code: null, error_title: null };
-    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId: result.providerMessageId, event: messageStatusEvent(sent, "sent") })) {
-      return { kind: "sent", message: sent };
-    }
-    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, result.providerMessageId) };
-  }
+  if (result.ok) return recordAccepted(ctx, message, attempt, result.providerMessageId);
   if (result.kind === "permanent") {
     return ctx.db.transaction(async (tx) => {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, { code: result.code, title: result.title });
@@ -151,6 +190,8 @@ async function recordTransient(
  * failure naks the item with the backoff delay.
  */
 export async function processSendWork(ctx: MessagingContext, messageId: string): Promise<void> {
+  // The provider accepted it and this process is still recording that: never send it again.
+  if (ctx.accepted.has(messageId)) return;
   const decision = await ctx.db.transaction(async (tx) => {
     const row = await messagesRepository.lockById(tx, messageId);
     if (!row || row.direction !== "outbound" || row.status !== "pending") return { kind: "done" } as const;
