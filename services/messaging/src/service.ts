@@ -8,6 +8,7 @@ import { AcceptedSends, ContactIdCache, type MessagingContext, type MessagingDep
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { TemplateSends1764000000000 } from "./db/migrations/1764000000000-TemplateSends";
+import { AdaptivePacing1764000001000 } from "./db/migrations/1764000001000-AdaptivePacing";
 import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
@@ -38,7 +39,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000, TemplateSends1764000000000],
+  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {
@@ -56,4 +57,15 @@ export const definition: ServiceDefinition<typeof envShape> = {
 
 export { envShape } from "./env";
 /** Per-channel pacing, shared with template jobs (docs/adr/0003-channel-pacing.md). */
-export { BULK_HORIZON_MS, ChannelPacer, reserveBulkPacingSlots, reservePacingSlot, reservePacingSlots, slowDownChannel, takePacingToken } from "./use-cases/pacing";
+export {
+  ADAPTIVE_PACING,
+  BULK_HORIZON_MS,
+  ChannelPacer,
+  channelPacingRate,
+  reserveBulkPacingSlots,
+  reservePacingSlot,
+  reservePacingSlots,
+  slowDownChannel,
+  takePacingToken,
+} from "./use-cases/pacing";
+export { THROTTLED_RETRY_MAX_MS, transientRetryDelayMs } from "./use-cases/deliver";

@@ -5,12 +5,21 @@ import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
-import { reserveBulkPacingSlots, slowDownChannel } from "./pacing";
+import { BULK_HORIZON_MS, reserveBulkPacingSlots, slowDownChannel } from "./pacing";
 import { sleep } from "@platform/runtime";
 
 /** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
 export const RETRY_FOR_MS = 24 * 3_600_000;
+/**
+ * After a 130429 the backoff stops growing at this: the channel's adaptive
+ * rate (ADR 0003) already spaces the sends, and a long backoff only keeps a
+ * channel that is healthy again idle (it took 48 s after 10 s of 130429).
+ */
+export const THROTTLED_RETRY_MAX_MS = 2_000;
 export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+/** The delay before the next attempt after a transient failure with provider code `code`. */
+export const transientRetryDelayMs = (attempt: number, code: string) =>
+  code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
 
 /** A request waits at most this long for its pacing slot; beyond it the send goes to the background worker. */
 export const MAX_PACING_WAIT_MS = 2_000;
@@ -118,17 +127,16 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
-  // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now:
-  // a template message as bulk (it yields to single sends, ADR 0003), anything else as a single send.
+  // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now,
+  // only if it comes within its horizon: a template message within the bulk horizon (it yields to single sends), a text
+  // within the 2 s a send may wait. Otherwise nothing is reserved and the message comes back when there is room, so
+  // retries of a backed-up channel (after 130429) never book slots they cannot use and push everyone else out.
   let waitMs = opts.paceWaitMs;
-  if (waitMs === undefined && isTemplate(message)) {
-    const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1);
-    if (r && r.granted === 0) {
-      return recordTransient(ctx, message, attempt, PACED, opts, r.retryInMs);
-    }
+  if (waitMs === undefined) {
+    const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1, isTemplate(message) ? BULK_HORIZON_MS : MAX_PACING_WAIT_MS);
+    if (r && r.granted === 0) return recordTransient(ctx, message, attempt, PACED, opts, r.retryInMs);
     waitMs = r?.firstInMs ?? 0;
   }
-  waitMs ??= await ctx.pacer.reserve(channel.id);
   if (waitMs > MAX_PACING_WAIT_MS) {
     return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
@@ -146,7 +154,7 @@ export async function attemptSend(
     });
   }
   if (result.code === THROUGHPUT_ERROR_CODE) {
-    // The halved rate applies from the pacer's next round trip on.
+    // The decreased rate applies from the channel's next reservation on (ADR 0003, adaptive rate).
     await slowDownChannel(ctx.db, channel.id);
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
@@ -168,7 +176,7 @@ async function recordTransient(
 ): Promise<AttemptOutcome> {
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
   // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
-  const delayMs = pacedDelayMs ?? retryDelayMs(attempt);
+  const delayMs = pacedDelayMs ?? transientRetryDelayMs(attempt, error.code);
   return ctx.db.transaction(async (tx) => {
     if (giveUp) {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);
