@@ -102,6 +102,8 @@ interface BulkDemand {
  */
 export class BulkPacer {
   private readonly queues = new Map<string, BulkDemand[]>();
+  /** Reservation statements run so far (for tests and metrics). */
+  roundTrips = 0;
 
   constructor(private readonly q: Queryable, private readonly horizonMs = BULK_HORIZON_MS) {}
 
@@ -111,6 +113,7 @@ export class BulkPacer {
    * with how many were not granted before `deadline` (epoch ms).
    */
   take(channelId: string, n: number, deadline: number, grant: (offsetsMs: number[]) => void): Promise<number> {
+    if (n <= 0) return Promise.resolve(0);
     return new Promise<number>((done, fail) => {
       const queue = this.queues.get(channelId);
       const demand = { remaining: n, deadline, grant, done, fail };
@@ -130,6 +133,7 @@ export class BulkPacer {
     const queue = this.queues.get(channelId)!;
     while (queue.length > 0) {
       const total = queue.reduce((sum, d) => sum + d.remaining, 0);
+      this.roundTrips++;
       const r = await reserveBulkPacingSlots(this.q, channelId, total, this.horizonMs);
       if (!r) {
         // No pacing row (the channel is gone): nothing to wait for.

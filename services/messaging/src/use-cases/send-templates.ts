@@ -160,6 +160,7 @@ async function sendPaced(
   channel: ChannelRow,
   stored: Array<{ key: string; message: MessageRow }>,
 ): Promise<TemplateSendOutcome[]> {
+  if (stored.length === 0) return [];
   const sends: Array<Promise<TemplateSendOutcome>> = [];
   let next = 0;
   // Offsets count from the moment the database took the reservation, some time before its answer arrived: waiting
