@@ -5,12 +5,21 @@ import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
-import { slowDownChannel } from "./pacing";
+import { BULK_HORIZON_MS, reserveBulkPacingSlots, slowDownChannel } from "./pacing";
 import { sleep } from "@platform/runtime";
 
 /** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
 export const RETRY_FOR_MS = 24 * 3_600_000;
+/**
+ * After a 130429 the backoff stops growing at this: the channel's adaptive
+ * rate (ADR 0003) already spaces the sends, and a long backoff only keeps a
+ * channel that is healthy again idle (it took 48 s after 10 s of 130429).
+ */
+export const THROTTLED_RETRY_MAX_MS = 2_000;
 export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+/** The delay before the next attempt after a transient failure with provider code `code`. */
+export const transientRetryDelayMs = (attempt: number, code: string) =>
+  code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
 
 /** A request waits at most this long for its pacing slot; beyond it the send goes to the background worker. */
 export const MAX_PACING_WAIT_MS = 2_000;
@@ -34,6 +43,73 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
   };
 }
 
+/** Between two tries of recording an accepted send while the database refuses it. */
+export const RECORD_RETRY_MS = { first: 100, max: 1_000 };
+
+/**
+ * The provider accepted attempt `attempt`: `sent` with its event, or, when a
+ * status callback or another sender settled the message meanwhile, just the
+ * provider id. If the database refuses the write, the answer is kept
+ * (`ctx.accepted`) and recorded again until the database is back, and the
+ * caller is told `sent` at once: calling the provider again would send the
+ * message twice.
+ */
+async function recordAccepted(ctx: MessagingContext, message: MessageRow, attempt: number, providerMessageId: string): Promise<AttemptOutcome> {
+  const sent: MessageRow = { ...message, status: "sent", provider_message_id: providerMessageId, error_code: null, error_title: null };
+  const record = async (): Promise<AttemptOutcome> => {
+    const mark = { id: message.id, attempt, providerMessageId, event: messageStatusEvent(sent, "sent") };
+    if (await ctx.writes.markSent(mark, isTemplate(message) ? "bulk" : "send")) {
+      return { kind: "sent", message: sent };
+    }
+    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, providerMessageId) };
+  };
+  try {
+    return await record();
+  } catch (err) {
+    ctx.log.error(
+      { messageId: message.id, attempt, providerMessageId, err: (err as Error).message },
+      "provider accepted the send but recording it failed; recording again until the database is back",
+    );
+    ctx.accepted.keep(
+      message.id,
+      (async () => {
+        for (let delay = RECORD_RETRY_MS.first; !ctx.accepted.stopped; delay = Math.min(RECORD_RETRY_MS.max, delay * 2)) {
+          await sleep(delay);
+          try {
+            await record();
+            ctx.log.info({ messageId: message.id, attempt, providerMessageId }, "accepted send recorded after the database came back");
+            return;
+          } catch {
+            // still down: keep the answer and try again
+          }
+        }
+      })(),
+    );
+    return { kind: "sent", message: sent };
+  }
+}
+
+const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
+
+const isTemplate = (m: MessageRow) => m.type === "template" && m.template_payload !== null;
+
+/** The provider call of one message: its template rebuilt from the stored payload, or its text. */
+function callProvider(ctx: MessagingContext, channel: ChannelRow, message: MessageRow) {
+  if (isTemplate(message)) {
+    const t = message.template_payload!;
+    return ctx.provider.sendTemplate({
+      phoneNumberId: channel.provider_phone_number_id,
+      to: message.phone,
+      template: t.template,
+      headerMedia: t.headerMedia,
+      bodyParameters: t.bodyParameters,
+      buttonParameters: t.buttonParameters,
+      callbackData: message.id,
+    });
+  }
+  return ctx.provider.sendText({ phoneNumberId: channel.provider_phone_number_id, to: message.phone, text: message.text ?? "", callbackData: message.id });
+}
+
 /**
  * One provider attempt of a message the caller has leased (attempt number =
  * `message.attempts`): pacing slot, provider call, and the outcome stored with
@@ -52,27 +128,24 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
-  // The request path reserved its slot when it stored the message; the worker reserves one now.
-  const waitMs = opts.paceWaitMs ?? (await ctx.pacer.reserve(channel.id));
+  // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now,
+  // only if it comes within its horizon: a template message within the bulk horizon (it yields to single sends), a text
+  // within the 2 s a send may wait. Otherwise nothing is reserved and the message comes back when there is room, so
+  // retries of a backed-up channel (after 130429) never book slots they cannot use and push everyone else out.
+  let waitMs = opts.paceWaitMs;
+  if (waitMs === undefined) {
+    const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1, isTemplate(message) ? BULK_HORIZON_MS : MAX_PACING_WAIT_MS);
+    if (r && r.granted === 0) return recordTransient(ctx, message, attempt, PACED, opts, r.retryInMs);
+    waitMs = r?.firstInMs ?? 0;
+  }
   if (waitMs > MAX_PACING_WAIT_MS) {
-    return recordTransient(ctx, message, attempt, { code: "paced", title: "Waiting for the channel's throughput budget" }, opts, waitMs);
+    return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
   if (waitMs > 0) await sleep(waitMs);
 
-  const result = await ctx.provider.sendText({
-    phoneNumberId: channel.provider_phone_number_id,
-    to: message.phone,
-    text: message.text ?? "",
-    callbackData: message.id,
-  });
+  const result = await callProvider(ctx, channel, message);
 
-  if (result.ok) {
-    const sent: MessageRow = { ...message, status: "sent", provider_message_id: result.providerMessageId, error_code: null, error_title: null };
-    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId: result.providerMessageId, event: messageStatusEvent(sent, "sent") })) {
-      return { kind: "sent", message: sent };
-    }
-    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, result.providerMessageId) };
-  }
+  if (result.ok) return recordAccepted(ctx, message, attempt, result.providerMessageId);
   if (result.kind === "permanent") {
     return ctx.db.transaction(async (tx) => {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, { code: result.code, title: result.title });
@@ -82,11 +155,16 @@ export async function attemptSend(
     });
   }
   if (result.code === THROUGHPUT_ERROR_CODE) {
-    // The halved rate applies from the pacer's next round trip on.
+    // The decreased rate applies from the channel's next reservation on (ADR 0003, adaptive rate).
     await slowDownChannel(ctx.db, channel.id);
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
+}
+
+/** A leased attempt that will not call the provider now (no pacing slot in time): the worker takes the message after `delayMs`. */
+export function deferToWorker(ctx: MessagingContext, message: MessageRow, delayMs: number): Promise<AttemptOutcome> {
+  return recordTransient(ctx, message, message.attempts, PACED, { enqueueRetry: true }, delayMs);
 }
 
 async function recordTransient(
@@ -95,10 +173,11 @@ async function recordTransient(
   attempt: number,
   error: { code: string; title: string },
   opts: { enqueueRetry: boolean },
-  minDelayMs = 0,
+  pacedDelayMs?: number,
 ): Promise<AttemptOutcome> {
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
-  const delayMs = Math.max(minDelayMs, retryDelayMs(attempt));
+  // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
+  const delayMs = pacedDelayMs ?? transientRetryDelayMs(attempt, error.code);
   return ctx.db.transaction(async (tx) => {
     if (giveUp) {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);
@@ -120,6 +199,8 @@ async function recordTransient(
  * failure naks the item with the backoff delay.
  */
 export async function processSendWork(ctx: MessagingContext, messageId: string): Promise<void> {
+  // The provider accepted it and this process is still recording that: never send it again.
+  if (ctx.accepted.has(messageId)) return;
   const decision = await ctx.db.transaction(async (tx) => {
     const row = await messagesRepository.lockById(tx, messageId);
     if (!row || row.direction !== "outbound" || row.status !== "pending") return { kind: "done" } as const;

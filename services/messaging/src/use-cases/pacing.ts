@@ -1,14 +1,15 @@
 import { Batcher, sleep } from "@platform/runtime";
+import { ADAPTIVE_PACING, currentRateSql } from "../db/repositories/pacing-rate";
 import { run, runPrepared, SCHEMA, type Queryable } from "../db/repositories/queryable";
 
-/** How long a `130429` answer halves the channel's rate. */
-export const SLOWDOWN_MS = 60_000;
+export { ADAPTIVE_PACING } from "../db/repositories/pacing-rate";
 
 /**
  * Per-channel pacing shared by every replica and by template jobs
  * (docs/adr/0003-channel-pacing.md): GCRA in one SQL statement on one row per
  * channel. A reservation of `n` slots takes the next `n` emission intervals
- * (1 / messagesPerSecond each, doubled while the channel is slowed down)
+ * (1 / the channel's current rate each: messagesPerSecond, or less for a
+ * while after a 130429, see `slowDownChannel`)
  * from `max(tat, now)` and moves `tat` past them. No burst tolerance: the
  * provider's limit is per second, and the slots are exactly that.
  *
@@ -20,14 +21,150 @@ export async function reservePacingSlots(q: Queryable, channelId: string, n = 1)
     "reservePacingSlots",
     `WITH t AS (SELECT clock_timestamp() AS now)
      UPDATE ${SCHEMA}.channel_pacing p
-     SET tat = greatest(p.tat, t.now) + $2 * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'
+     SET tat = greatest(p.tat, t.now) + $2 * (1.0 / ${currentRateSql("p", "t.now")}) * interval '1 second'
      FROM t WHERE p.channel_id = $1
      RETURNING (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
-       (CASE WHEN p.slowed_until > t.now THEN 2000.0 ELSE 1000.0 END / p.messages_per_second)::float8 AS interval_ms`,
+       (1000.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_ms`,
     [channelId, n],
   );
   if (!rows[0]) return undefined;
   return { firstInMs: rows[0].end_ms - n * rows[0].interval_ms, intervalMs: rows[0].interval_ms };
+}
+
+/**
+ * How far past now bulk (template) reservations may push the channel's `tat`.
+ * A single send reserves normally, from `max(tat, now)`, so it never queues
+ * behind more than this much of bulk slots (plus one interval): bulk sends
+ * yield to single sends (ADR 0003, "Sharing the rate").
+ */
+export const BULK_HORIZON_MS = 20;
+
+export interface BulkReservation {
+  /** Slots granted (0 when the horizon is full). */
+  granted: number;
+  /** Offset of the first granted slot from now (ms). */
+  firstInMs: number;
+  intervalMs: number;
+  /** When to ask again for the rest: the horizon will have room for about half its width (ms from now). */
+  retryInMs: number;
+}
+
+/**
+ * Bulk reservation: up to `n` consecutive slots, but only those that start no
+ * later than `now + horizonMs` (at least one when the next slot is within the
+ * horizon, so a channel slower than one slot per horizon still moves). The
+ * caller waits `retryInMs` and asks again for the rest. Same row, same
+ * interval as single sends: the channel's total never exceeds its rate.
+ */
+export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n: number, horizonMs = BULK_HORIZON_MS): Promise<BulkReservation | undefined> {
+  const rows = await runPrepared<{ granted: number; first_ms: number; interval_ms: number; end_ms: number }>(
+    q,
+    "reserveBulkPacingSlots",
+    `WITH t AS (SELECT clock_timestamp() AS now
+     ), cur AS (
+       SELECT p.channel_id, t.now, greatest(p.tat, t.now) AS start,
+         (1.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_s
+       FROM ${SCHEMA}.channel_pacing p, t WHERE p.channel_id = $1 FOR UPDATE OF p
+     ), k AS (
+       SELECT cur.*, least($2::int, greatest(0, floor(($3::float8 / 1000 - extract(epoch FROM (start - now))) / interval_s)::int + 1)) AS k FROM cur
+     )
+     UPDATE ${SCHEMA}.channel_pacing p SET tat = k.start + k.k * k.interval_s * interval '1 second'
+     FROM k WHERE p.channel_id = k.channel_id
+     RETURNING k.k AS granted, (extract(epoch FROM (k.start - k.now)) * 1000)::float8 AS first_ms, (k.interval_s * 1000)::float8 AS interval_ms,
+       (extract(epoch FROM (p.tat - k.now)) * 1000)::float8 AS end_ms`,
+    [channelId, n, horizonMs],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    granted: r.granted,
+    firstInMs: Math.max(0, r.first_ms),
+    intervalMs: r.interval_ms,
+    retryInMs: Math.max(1, Math.ceil(r.end_ms - horizonMs / 2)),
+  };
+}
+
+interface BulkDemand {
+  remaining: number;
+  deadline: number;
+  grant: (offsetsMs: number[]) => void;
+  done: (notGranted: number) => void;
+  fail: (err: unknown) => void;
+}
+
+/**
+ * Bulk reservations of one process, coalesced per channel: every template
+ * batch in flight on a channel queues its demand, and ONE loop per channel
+ * reserves for all of them (`reserveBulkPacingSlots` with the sum), hands the
+ * slots out first come first served, sleeps until the horizon has room again
+ * and repeats. Without it, each concurrent batch polled the row on its own:
+ * several times the round trips, most of them granted nothing.
+ */
+export class BulkPacer {
+  private readonly queues = new Map<string, BulkDemand[]>();
+  /** Reservation statements run so far (for tests and metrics). */
+  roundTrips = 0;
+
+  constructor(private readonly q: Queryable, private readonly horizonMs = BULK_HORIZON_MS) {}
+
+  /**
+   * Asks for `n` consecutive bulk slots on the channel; `grant` receives each
+   * share as it comes (offsets from now, in ms, to wait in full). Resolves
+   * with how many were not granted before `deadline` (epoch ms).
+   */
+  take(channelId: string, n: number, deadline: number, grant: (offsetsMs: number[]) => void): Promise<number> {
+    if (n <= 0) return Promise.resolve(0);
+    return new Promise<number>((done, fail) => {
+      const queue = this.queues.get(channelId);
+      const demand = { remaining: n, deadline, grant, done, fail };
+      if (queue) {
+        queue.push(demand);
+        return;
+      }
+      this.queues.set(channelId, [demand]);
+      this.run(channelId).catch((err: unknown) => {
+        for (const d of this.queues.get(channelId) ?? []) d.fail(err);
+        this.queues.delete(channelId);
+      });
+    });
+  }
+
+  private async run(channelId: string): Promise<void> {
+    const queue = this.queues.get(channelId)!;
+    while (queue.length > 0) {
+      const total = queue.reduce((sum, d) => sum + d.remaining, 0);
+      this.roundTrips++;
+      const r = await reserveBulkPacingSlots(this.q, channelId, total, this.horizonMs);
+      if (!r) {
+        // No pacing row (the channel is gone): nothing to wait for.
+        for (const d of queue.splice(0)) {
+          d.grant(Array.from({ length: d.remaining }, () => 0));
+          d.done(0);
+        }
+        break;
+      }
+      let next = 0;
+      while (next < r.granted && queue.length > 0) {
+        const d = queue[0];
+        const k = Math.min(d.remaining, r.granted - next);
+        d.grant(Array.from({ length: k }, (_, i) => r.firstInMs + (next + i) * r.intervalMs));
+        next += k;
+        d.remaining -= k;
+        if (d.remaining === 0) {
+          queue.shift();
+          d.done(0);
+        }
+      }
+      const retryAt = Date.now() + r.retryInMs;
+      for (let i = queue.length - 1; i >= 0; i--) {
+        if (queue[i].deadline >= retryAt) continue;
+        const [late] = queue.splice(i, 1);
+        late.done(late.remaining);
+      }
+      if (queue.length > 0) await sleep(r.retryInMs);
+    }
+    this.queues.delete(channelId);
+  }
 }
 
 /** One slot: how long to wait before calling the provider (0 when the slot is now). */
@@ -42,15 +179,52 @@ export async function takePacingToken(q: Queryable, channelId: string): Promise<
   if (waitMs > 0) await sleep(waitMs);
 }
 
-/** The provider said "too fast" (130429): halve the channel's rate for a while, and push its next slot out a little. */
-export async function slowDownChannel(q: Queryable, channelId: string): Promise<void> {
-  await run(
+/**
+ * The provider said "too fast" (130429): multiplicative decrease of the
+ * channel's rate (halved, not below `floorShare` of messagesPerSecond) and a
+ * short pause, at most once per `decreaseCooldownMs` (the sends already in
+ * flight at the old rate answer 130429 too: one signal, one decrease). The
+ * rate then climbs back additively (`increaseSharePerSecond` of
+ * messagesPerSecond per second) while no 130429 comes, up to messagesPerSecond.
+ * Answers whether this call decreased the rate, and the rate right after.
+ */
+export async function slowDownChannel(q: Queryable, channelId: string): Promise<{ decreased: boolean; rate: number } | undefined> {
+  const a = ADAPTIVE_PACING;
+  const cooling = `(p.decreased_at IS NOT NULL AND p.decreased_at > t.now - ${a.decreaseCooldownMs} * interval '1 millisecond')`;
+  const lowered = `greatest(p.messages_per_second * ${a.floorShare}, ${currentRateSql("p", "t.now")} * ${a.decreaseFactor})`;
+  const rows = await run<{ decreased: boolean; rate: number }>(
     q,
-    `UPDATE ${SCHEMA}.channel_pacing SET slowed_until = clock_timestamp() + $2 * interval '1 millisecond',
-       tat = greatest(tat, clock_timestamp()) + interval '1 second' / messages_per_second * 10
-     WHERE channel_id = $1`,
-    [channelId, SLOWDOWN_MS],
+    `WITH t AS (SELECT clock_timestamp() AS now)
+     UPDATE ${SCHEMA}.channel_pacing p SET
+       rate = CASE WHEN ${cooling} THEN p.rate ELSE ${lowered} END,
+       decreased_at = CASE WHEN ${cooling} THEN p.decreased_at ELSE t.now END,
+       tat = CASE WHEN ${cooling} THEN p.tat
+                  ELSE greatest(p.tat, t.now) + least(${a.pauseMs / 1000}, 10.0 / ${lowered}) * interval '1 second' END
+     FROM t WHERE p.channel_id = $1
+     RETURNING (p.decreased_at = t.now) AS decreased, p.rate::float8 AS rate`,
+    [channelId],
   );
+  return rows[0];
+}
+
+/**
+ * The channel's pacing rate (messages per second) at `at` (default: now, by
+ * the database's clock), with its configured maximum: what the next
+ * reservation's interval is computed from.
+ */
+export async function channelPacingRate(
+  q: Queryable,
+  channelId: string,
+  at?: Date,
+): Promise<{ rate: number; messagesPerSecond: number; decreasedAt: Date | null } | undefined> {
+  const rows = await run<{ rate: number; messages_per_second: number; decreased_at: Date | null }>(
+    q,
+    `SELECT ${currentRateSql("p", "coalesce($2::timestamptz, clock_timestamp())")}::float8 AS rate, p.messages_per_second, p.decreased_at
+     FROM ${SCHEMA}.channel_pacing p WHERE p.channel_id = $1`,
+    [channelId, at ?? null],
+  );
+  const r = rows[0];
+  return r && { rate: r.rate, messagesPerSecond: r.messages_per_second, decreasedAt: r.decreased_at };
 }
 
 /**
