@@ -123,3 +123,33 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await seen.close();
   });
 });
+
+describe("gateway: answers that no cache may keep", () => {
+  const h = new GatewayHarness();
+  let echo: Awaited<ReturnType<typeof echoServer>>;
+  before(async () => {
+    echo = await echoServer();
+    await h.start({ CONTACTS_URL: echo.url, MESSAGING_URL: echo.url });
+  });
+  after(async () => {
+    await h.stop();
+    await echo.close();
+  });
+
+  it("every /api/v1 and /admin/v1 answer, proxied, local or refused, says Cache-Control: no-store; none says X-Powered-By", async () => {
+    const a = await h.organization();
+    const auth = { Authorization: `Bearer ${a.key}` };
+    const answers = {
+      "ping": await request(h.url).get("/api/v1/ping").set(auth).expect(200),
+      "proxied": await request(h.url).get("/api/v1/contacts").set(auth).expect(200),
+      "no key": await request(h.url).get("/api/v1/ping").expect(401),
+      "no route": await request(h.url).get("/api/v1/nope").set(auth).expect(404),
+      "admin": await h.admin().post("/admin/v1/organizations").send({ name: "Cached?" }).expect(201),
+      "no admin token": await request(h.url).get("/admin/v1/organizations").expect(401),
+    };
+    for (const [what, res] of Object.entries(answers)) {
+      expect(res.headers["cache-control"], what).to.equal("no-store");
+      expect(res.headers).to.not.have.property("x-powered-by");
+    }
+  });
+});
