@@ -103,6 +103,15 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await request(h.url).get("/provider/webhooks?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1").expect(403);
   });
 
+  it("answers 413 PAYLOAD_TOO_LARGE (not a 503 the provider would retry forever) for a signed batch the bus cannot store", async () => {
+    const sign = (raw: string) => "sha256=" + createHmac("sha256", "dev-app-secret").update(raw).digest("hex");
+    // Over the 1 MB body limit; and under it, but over the bus's limit once escaped into the stored envelope.
+    for (const body of [JSON.stringify({ object: "x", entry: [], pad: "x".repeat(1_100_000) }), JSON.stringify({ object: "x", entry: [], pad: '"'.repeat(600_000) })]) {
+      const res = await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(body)).send(body).expect(413);
+      expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+    }
+  });
+
   it("stores signed provider batches on JetStream before answering 200, and refuses bad signatures", async () => {
     const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
     const body = JSON.stringify({ object: "whatsapp_business_account", entry: [] });
