@@ -3,6 +3,7 @@ import type { Request, Response, Router } from "express";
 import type { Logger } from "@platform/logging";
 import { ApiError } from "./errors";
 import type { Metrics } from "./metrics";
+import { refuseDeepJson } from "./validate";
 import { INTERNAL_HEADERS, isInternalToken, requestIdFor, toApiError } from "./middleware";
 
 /** A JSON request as a route handler sees it, whichever server read it. */
@@ -94,11 +95,14 @@ function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return {};
   let text = raw.toString("utf8");
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new ApiError("INVALID_JSON", "The body is not valid JSON");
   }
+  refuseDeepJson(body);
+  return body;
 }
 
 function send(res: ServerResponse, requestId: string, answer: JsonAnswer): void {

@@ -5,7 +5,7 @@ import { newId } from "@platform/id";
 import { z } from "zod";
 import { isDependencyDown } from "./dependency";
 import { ApiError } from "./errors";
-import { zodDetails } from "./validate";
+import { refuseDeepJson, zodDetails } from "./validate";
 
 /** Headers the gateway sets for the services; a client's own copies are always dropped by the gateway. */
 export const INTERNAL_HEADERS = {
@@ -48,7 +48,17 @@ export function refuseNulInUrl(): RequestHandler {
 
 /** JSON body parsing; the error middleware maps its failures to INVALID_JSON / PAYLOAD_TOO_LARGE. */
 export function jsonBody(limit: string | number = "1mb"): RequestHandler {
-  return express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });
+  const parse = express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });
+  return (req, res, next) =>
+    parse(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      try {
+        refuseDeepJson(req.body);
+      } catch (refused) {
+        return next(refused);
+      }
+      next();
+    });
 }
 
 /** The internal token check, in constant time. */

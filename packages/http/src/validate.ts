@@ -22,6 +22,33 @@ export function parseBody<S extends z.ZodType>(schema: S, req: Pick<Request, "bo
   return parsed.data;
 }
 
+/**
+ * How deep a JSON body may nest: far beyond any schema of the contract, and
+ * far below what recursive code (hashing, validation, NUL checks, logging)
+ * can walk without overflowing the stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** True when `value` nests arrays or objects deeper than `max` levels; iterative, so safe at any depth. */
+export function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (depth > max) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node as object)) {
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
+/** A parsed JSON body nested deeper than MAX_JSON_DEPTH is `400 VALIDATION_ERROR` before any code walks it. */
+export function refuseDeepJson(body: unknown): void {
+  if (body !== null && typeof body === "object" && nestedDeeperThan(body, MAX_JSON_DEPTH)) {
+    throw ApiError.validation([{ path: "body", message: `must not nest deeper than ${MAX_JSON_DEPTH} levels` }]);
+  }
+}
+
 const NUL_MESSAGE = "must not contain NUL (\\u0000) characters";
 
 /**

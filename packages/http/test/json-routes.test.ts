@@ -86,6 +86,11 @@ describe("JSON routes: the fast path and express answer alike", () => {
       const boom = await request(h).post(path).set(internal).send({ name: "boom" });
       expect(boom.status).to.equal(500);
       expect(JSON.stringify(boom.body)).not.to.contain("secret");
+      // Nesting any recursive walk would overflow on is refused before code walks it; 64 levels are fine.
+      const deep = await request(h).post(path).set(internal).set("Content-Type", "application/json").send(`{"name":${"[".repeat(20_000)}${"]".repeat(20_000)}}`);
+      expect([deep.status, deep.body.error.code, deep.body.error.details[0].path]).to.deep.equal([400, "VALIDATION_ERROR", "body"]);
+      const nested = await request(h).post(path).set(internal).set("Content-Type", "application/json").send(`{"name":${"[".repeat(63)}${"]".repeat(63)}}`);
+      expect([nested.status, nested.body.error.details[0].path]).to.deep.equal([400, "name"]);
       const noOrg = await request(h).post(path).set("x-internal-token", TOKEN).send({ name: "a" });
       expect([noOrg.status, noOrg.body.error.code]).to.deep.equal([401, "UNAUTHORIZED"]);
     }

@@ -84,6 +84,8 @@ export function createApiFront(deps: {
     metrics.track(req.method ?? "GET", res, () => route.label);
     const requestId = requestIdFor(req.headers[INTERNAL_HEADERS.requestId]);
     res.setHeader("X-Request-Id", requestId);
+    // Answers carry an organization's data (or say whether a key works): no cache may keep them.
+    res.setHeader("Cache-Control", "no-store");
     handle(req, res, path, requestId, route).catch((err: unknown) => sendError(res, err, log, path));
   };
 }

@@ -94,7 +94,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const proxies = new Map(ROUTES.map((r) => [r.name, proxyTo(env[r.service] as string | undefined, { ...proxyOpts, service: r.name })]));
 
   // --- /admin/v1 --------------------------------------------------------
-  app.use("/admin/v1", adminAuth(env.ADMIN_TOKEN), refuseNulInUrl());
+  app.use("/admin/v1", noStore, adminAuth(env.ADMIN_TOKEN), refuseNulInUrl());
   const admin = express.Router();
   for (const route of ROUTES) {
     for (const resource of route.admin) {
@@ -130,6 +130,12 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   };
 }
+
+/** Admin answers hold API keys and webhook secrets (shown once): no cache may keep them. */
+const noStore: RequestHandler = (_req, res, next) => {
+  res.setHeader("Cache-Control", "no-store");
+  next();
+};
 
 /** Admin routes of a service: the organization must exist; the service gets its id from the gateway. */
 function withOrganization(organizations: Organizations): RequestHandler {

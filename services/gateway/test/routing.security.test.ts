@@ -103,6 +103,15 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await request(h.url).get("/provider/webhooks?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1").expect(403);
   });
 
+  it("answers 413 PAYLOAD_TOO_LARGE (not a 503 the provider would retry forever) for a signed batch the bus cannot store", async () => {
+    const sign = (raw: string) => "sha256=" + createHmac("sha256", "dev-app-secret").update(raw).digest("hex");
+    // Over the 1 MB body limit; and under it, but over the bus's limit once escaped into the stored envelope.
+    for (const body of [JSON.stringify({ object: "x", entry: [], pad: "x".repeat(1_100_000) }), JSON.stringify({ object: "x", entry: [], pad: '"'.repeat(600_000) })]) {
+      const res = await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(body)).send(body).expect(413);
+      expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+    }
+  });
+
   it("stores signed provider batches on JetStream before answering 200, and refuses bad signatures", async () => {
     const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
     const body = JSON.stringify({ object: "whatsapp_business_account", entry: [] });
@@ -121,5 +130,35 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(seen.received).to.have.length(1);
     await seen.close();
+  });
+});
+
+describe("gateway: answers that no cache may keep", () => {
+  const h = new GatewayHarness();
+  let echo: Awaited<ReturnType<typeof echoServer>>;
+  before(async () => {
+    echo = await echoServer();
+    await h.start({ CONTACTS_URL: echo.url, MESSAGING_URL: echo.url });
+  });
+  after(async () => {
+    await h.stop();
+    await echo.close();
+  });
+
+  it("every /api/v1 and /admin/v1 answer, proxied, local or refused, says Cache-Control: no-store; none says X-Powered-By", async () => {
+    const a = await h.organization();
+    const auth = { Authorization: `Bearer ${a.key}` };
+    const answers = {
+      "ping": await request(h.url).get("/api/v1/ping").set(auth).expect(200),
+      "proxied": await request(h.url).get("/api/v1/contacts").set(auth).expect(200),
+      "no key": await request(h.url).get("/api/v1/ping").expect(401),
+      "no route": await request(h.url).get("/api/v1/nope").set(auth).expect(404),
+      "admin": await h.admin().post("/admin/v1/organizations").send({ name: "Cached?" }).expect(201),
+      "no admin token": await request(h.url).get("/admin/v1/organizations").expect(401),
+    };
+    for (const [what, res] of Object.entries(answers)) {
+      expect(res.headers["cache-control"], what).to.equal("no-store");
+      expect(res.headers).to.not.have.property("x-powered-by");
+    }
   });
 });

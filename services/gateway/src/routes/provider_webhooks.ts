@@ -17,7 +17,8 @@ export function verifyProviderSignature(rawBody: Buffer, header: string | undefi
  * stored in JetStream (the PROVIDER_INBOUND stream), so nothing acknowledged
  * is ever lost; its hash is the message id, so a provider retry of the same
  * batch inside the duplicate window is dropped, and the consumers dedupe
- * per provider message id and status beyond it.
+ * per provider message id and status beyond it. Bodies are limited to 1 MB
+ * (the contract's limit outside /templates/send, and what the bus stores).
  */
 export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSecret: string; verifyToken: string; log: Logger }): void {
   router.get("/provider/webhooks", (req, res) => {
@@ -31,7 +32,7 @@ export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSe
     throw new ApiError("FORBIDDEN", "Verification token mismatch");
   });
 
-  router.post("/provider/webhooks", express.raw({ type: () => true, limit: "5mb" }), async (req, res) => {
+  router.post("/provider/webhooks", express.raw({ type: () => true, limit: "1mb" }), async (req, res) => {
     const raw: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     if (!verifyProviderSignature(raw, req.header("x-hub-signature-256"), deps.appSecret)) {
       deps.log.warn({ bytes: raw.length }, "provider webhook with a bad signature refused");
@@ -50,6 +51,8 @@ export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSe
         { msgId: createHash("sha256").update(raw).digest("hex") },
       );
     } catch (err) {
+      // Retrying cannot help a batch larger than the bus stores (escaping can grow it past the 1 MB body limit).
+      if ((err as { code?: string }).code === "MAX_PAYLOAD_EXCEEDED") throw new ApiError("PAYLOAD_TOO_LARGE", "The batch is too large");
       deps.log.error({ err: (err as Error).message }, "provider batch not stored");
       throw ApiError.unavailable("The batch could not be stored; retry");
     }
