@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { startService } from "@platform/service";
 import { eventually } from "@platform/testing";
 import { newId } from "@platform/id";
-import { definition } from "../src/service";
+import { definition, reservePacingSlots } from "../src/service";
 import { messageStatusEvent } from "../src/use-cases/events";
 import { SendWrites } from "../src/use-cases/send-writes";
 import {
@@ -218,9 +218,13 @@ describe("POST /api/v1/messages (happy paths)", () => {
     try {
       const other = { ...h, svc: replica2 as Harness["svc"] };
       const org = newOrg();
-      const channel = await createChannel(h, org, { messagesPerSecond: 1000 });
+      // 50 per second: the 60 sends' slots (1.2 s) stay within the request's pacing budget, and the timeline runs ahead
+      // of the requests, so a reservation that took fewer intervals than sends would show.
+      const channel = await createChannel(h, org, { messagesPerSecond: 50 });
       const phones = Array.from({ length: 6 }, () => uniquePhone());
       for (const p of phones) await receiveInbound(h, channel, p);
+      // A marker slot on the channel's timeline (the GCRA row) right before the sends, and one right after.
+      const before = (await reservePacingSlots(h.svc.deps.db, channel.id))!;
       // Each replica gets the numbers in the opposite order.
       const answers = await Promise.all(
         Array.from({ length: 60 }, (_, i) =>
@@ -237,9 +241,11 @@ describe("POST /api/v1/messages (happy paths)", () => {
       );
       expect(rows).to.have.length(6);
       for (const r of rows) expect(r).to.include({ conversations: 1, messages: 10 });
-      const times = answers.map((a) => providerRequestsFor(h, a.body.id)[0].receivedAt).sort((x, y) => x - y);
-      // 1,000 per second: 60 sends take at least 59 intervals of 1 ms.
-      expect(times[times.length - 1] - times[0]).to.be.at.least(55);
+      const after = (await reservePacingSlots(h.svc.deps.db, channel.id))!;
+      // Between the markers the 60 sends took 60 intervals of 20 ms on the channel's timeline, whichever replica
+      // reserved them: no slot shared (what the pacer decided, not wall-clock gaps).
+      expect(before.intervalMs).to.equal(20);
+      expect(after.firstAt - (before.firstAt + before.intervalMs)).to.be.at.least(60 * 20 - 0.01);
     } finally {
       await replica2.stop();
     }
