@@ -138,10 +138,10 @@ describe("createProviderClient", () => {
 
   it("classifies a timeout as transient, bounded by timeoutMs", async () => {
     next = { status: 200, body: JSON.stringify({ messages: [{ id: "late" }] }), delayMs: 1_000 };
-    const started = Date.now();
     const result = await send();
+    // The server answers a valid 200 after 1 s: a "timeout" outcome means the client gave up at its own timeoutMs
+    // (what it decided), not measured here as a wall-clock gap, which a busy machine stretches.
     expect(result).to.include({ ok: false, kind: "transient", code: "timeout", httpStatus: null });
-    expect(Date.now() - started).to.be.lessThan(900);
   });
 
   it("classifies a connection error as transient", async () => {

@@ -58,6 +58,11 @@ export interface SimulatorOptions {
   maxRecordedRequests?: number;
   /** Receives rare events (webhook delivery given up); nothing is logged per request. */
   onLog?: (entry: SimLogEntry) => void;
+  /**
+   * The clock status callbacks are scheduled and fall due by (epoch ms). Default `Date.now`.
+   * Tests pass a manual clock to decide which statuses share a batch window, whatever the machine's speed.
+   */
+  now?: () => number;
 }
 
 export interface RecordedRequest {
@@ -73,6 +78,8 @@ export interface RecordedRequest {
   responseStatus: number;
   /** The wamid given to an accepted message. */
   providerMessageId?: string;
+  /** How long slow mode held the answer back (ms); absent when it was not delayed. */
+  delayedMs?: number;
 }
 
 export interface InjectInboundInput {
@@ -225,6 +232,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const autoStatuses = options.autoStatuses ?? true;
   const templateAccountId = options.templateAccountId ?? "waba_sim";
   const windowMs = options.batchWindowMs ?? 20;
+  const clock = options.now ?? Date.now;
   const maxBatchSize = options.maxBatchSize ?? 1000;
   const maxRecorded = options.maxRecordedRequests ?? 10_000;
   const log = options.onLog ?? (() => undefined);
@@ -263,7 +271,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   }
 
   function tick(): void {
-    const nowKey = Math.floor(Date.now() / windowMs);
+    const nowKey = Math.floor(clock() / windowMs);
     for (const key of [...buckets.keys()].sort((a, b) => a - b)) {
       if (key > nowKey) break;
       outgoing.push(...(buckets.get(key) ?? []));
@@ -295,7 +303,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   }
 
   function scheduleAutoStatuses(phoneNumberId: string, wamid: string, to: string, callbackData: unknown): void {
-    const now = Date.now();
+    const now = clock();
     const base = (status: MessageStatus, at: number): WebhookStatus => {
       const s: WebhookStatus = { id: wamid, status, timestamp: unixSeconds(at), recipient_id: to };
       if (typeof callbackData === "string") s.biz_opaque_callback_data = callbackData;
@@ -374,6 +382,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return answer(current.httpStatus, graphError(current.message ?? `Simulated error ${current.code}`, current.code));
     }
     if (current.kind === "slow") {
+      entry.delayedMs = current.delayMs;
       try {
         await sleep(current.delayMs, undefined, { signal: closing.signal });
       } catch {

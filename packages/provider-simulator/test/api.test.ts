@@ -125,12 +125,12 @@ describe("provider simulator: send API", () => {
 
     it("slow mode delays the answer, with times", async () => {
       sim.setMode({ kind: "slow", delayMs: 200, times: 1 });
-      let started = Date.now();
+      const started = Date.now();
       expect((await send()).status).to.equal(200);
+      // A lower bound only (a busy machine makes it longer, never shorter); the decision is recorded per request.
       expect(Date.now() - started).to.be.at.least(190);
-      started = Date.now();
       expect((await send()).status).to.equal(200);
-      expect(Date.now() - started).to.be.below(150);
+      expect(sim.requests.map((r) => r.delayedMs)).to.deep.equal([200, undefined]);
     });
 
     it("the HTTP control API sets modes, lists requests and resets", async () => {

@@ -11,6 +11,15 @@ const statusesOf = (receiver: Receiver): Array<WebhookStatus & { phoneNumberId: 
     ),
   );
 
+/**
+ * A manual clock for the simulator: statuses fall due only when the test moves it, so which statuses share a batch
+ * window (and so a POST) is decided by the test, not by how fast the machine runs the sends.
+ */
+const manualClock = (start = 1_800_000_000_000) => {
+  let t = start;
+  return { now: () => t, set: (at: number) => void (t = at), start };
+};
+
 describe("provider simulator: webhooks", () => {
   let receiver: Receiver;
   let sim: Simulator;
@@ -41,11 +50,39 @@ describe("provider simulator: webhooks", () => {
     return (json as { messages: Array<{ id: string }> }).messages[0].id;
   };
 
+  /** A simulator on a manual clock (delays sent 20, delivered 60, read 100 ms; windows of 20 ms). */
+  const withClock = async (fn: (clocked: Simulator, clock: ReturnType<typeof manualClock>) => Promise<void>) => {
+    const clock = manualClock();
+    const clocked = await startSimulator({
+      accessToken: TOKEN,
+      appSecret: APP_SECRET,
+      webhookUrl: receiver.url,
+      statusDelaysMs: { sent: 20, delivered: 60, read: 100 },
+      templateAccountId: "waba_test",
+      now: clock.now,
+    });
+    try {
+      await fn(clocked, clock);
+    } finally {
+      await clocked.close();
+    }
+  };
+  const sendTo = async (target: Simulator, to: string, callbackData: string, phoneNumberId = "pn_1") => {
+    const { status, json } = await post(`${target.url}/${phoneNumberId}/messages`, textBody(to, callbackData));
+    expect(status).to.equal(200);
+    return (json as { messages: Array<{ id: string }> }).messages[0].id;
+  };
+
   describe("status callbacks", () => {
-    it("posts sent, delivered, read in order, signed, with the callback data echoed", async () => {
-      const wamid = await send("+15550001111", "msg_1");
-      await waitFor(() => statusesOf(receiver).length >= 3);
-      await sim.idle();
+    it("posts sent, delivered, read in order, signed, with the callback data echoed", () =>
+      withClock(async (clocked, clock) => {
+      const wamid = await sendTo(clocked, "+15550001111", "msg_1");
+      // Each status falls due in its own window when the clock reaches it: one POST each, in order.
+      for (const [n, at] of [[1, 20], [2, 60], [3, 100]]) {
+        clock.set(clock.start + at);
+        await waitFor(() => receiver.received.length >= n);
+      }
+      await clocked.idle();
 
       const statuses = statusesOf(receiver);
       expect(statuses.map((s) => s.status)).to.deep.equal(["sent", "delivered", "read"]);
@@ -64,6 +101,7 @@ describe("provider simulator: webhooks", () => {
       }
       // Each status is its own webhook here: the delays put them in different windows.
       expect(receiver.received).to.have.length(3);
+      expect(statuses.map((s) => s.timestamp)).to.deep.equal([20, 60, 100].map((d) => String(Math.floor((clock.start + d) / 1000))));
       expect(receiver.received[0].body).to.deep.equal({
         object: "whatsapp_business_account",
         entry: [
@@ -73,13 +111,13 @@ describe("provider simulator: webhooks", () => {
           },
         ],
       });
-    });
+    }));
 
     it("ends a failing number's message in failed with error 131026", async () => {
       sim.failNumber("+15550002222");
       const wamid = await send("15550002222", "msg_f");
       await waitFor(() => statusesOf(receiver).length >= 2);
-      await new Promise((resolve) => setTimeout(resolve, 150)); // no read may follow
+      await sim.idle(); // nothing left scheduled: no read may follow
       const statuses = statusesOf(receiver);
       expect(statuses.map((s) => s.status)).to.deep.equal(["sent", "failed"]);
       expect(statuses[1]).to.include({ id: wamid, recipient_id: "15550002222", biz_opaque_callback_data: "msg_f" });
@@ -92,26 +130,41 @@ describe("provider simulator: webhooks", () => {
       await waitFor(() => statusesOf(receiver).some((s) => s.status === "failed"));
     });
 
-    it("batches statuses due in the same window into one POST, one entry per phone number id", async () => {
-      const ids = await Promise.all(
-        Array.from({ length: 60 }, (_, i) => send(`1555000${String(i).padStart(4, "0")}`, `msg_${i}`, i % 2 === 0 ? "pn_a" : "pn_b")),
-      );
-      await waitFor(() => statusesOf(receiver).length >= 180);
-      await sim.idle();
-      const statuses = statusesOf(receiver);
-      expect(statuses).to.have.length(180);
-      // 180 statuses in three stages: a handful of POSTs, not 180.
-      expect(receiver.received.length).to.be.at.most(12);
-      const batched = receiver.received.find((w) => w.body.entry.length === 2);
-      expect(batched, "a POST with both phone numbers").to.not.equal(undefined);
-      expect(new Set(batched?.body.entry.map((e) => (e.changes[0].field === "messages" ? e.changes[0].value.metadata.phone_number_id : "")))).to.deep.equal(
-        new Set(["pn_a", "pn_b"]),
-      );
-      for (const id of ids) {
-        expect(statuses.filter((s) => s.id === id).map((s) => s.status)).to.deep.equal(["sent", "delivered", "read"]);
-      }
-      for (const w of receiver.received) expect(w.signature).to.equal(expectedSignature(w.raw));
-    });
+    it("batches statuses due in the same window into one POST, one entry per phone number id", () =>
+      withClock(async (clocked, clock) => {
+        // 60 sends at one instant of the simulator's clock: their statuses fall due in three windows.
+        const ids = await Promise.all(
+          Array.from({ length: 60 }, (_, i) => sendTo(clocked, `1555000${String(i).padStart(4, "0")}`, `msg_${i}`, i % 2 === 0 ? "pn_a" : "pn_b")),
+        );
+        expect(receiver.received).to.have.length(0);
+        // Each window, once due, goes out as ONE POST holding all of its 60 statuses, one entry per phone number id.
+        for (const [n, at, status] of [[1, 20, "sent"], [2, 60, "delivered"], [3, 100, "read"]] as const) {
+          clock.set(clock.start + at);
+          await waitFor(() => receiver.received.length >= n);
+          expect(receiver.received, `POSTs once the ${status} window is due`).to.have.length(n);
+          const w = receiver.received[n - 1];
+          const entries = w.body.entry.map((e) => (e.changes[0].field === "messages" ? e.changes[0].value : undefined));
+          expect(entries.map((v) => v?.metadata.phone_number_id).sort()).to.deep.equal(["pn_a", "pn_b"]);
+          for (const v of entries) expect(v?.statuses?.map((s) => s.status)).to.deep.equal(Array(30).fill(status));
+        }
+        await clocked.idle();
+        expect(receiver.received).to.have.length(3);
+        const statuses = statusesOf(receiver);
+        expect(statuses).to.have.length(180);
+        for (const id of ids) {
+          expect(statuses.filter((s) => s.id === id).map((s) => s.status)).to.deep.equal(["sent", "delivered", "read"]);
+        }
+        for (const w of receiver.received) expect(w.signature).to.equal(expectedSignature(w.raw));
+
+        // Windows due by the same tick go out together: 10 more sends, the clock jumps past all their statuses.
+        receiver.received.length = 0;
+        const base = clock.now();
+        await Promise.all(Array.from({ length: 10 }, (_, i) => sendTo(clocked, `1555100${String(i).padStart(4, "0")}`, `msg_j${i}`, "pn_a")));
+        clock.set(base + 100);
+        await waitFor(() => statusesOf(receiver).length >= 30);
+        await clocked.idle();
+        expect(receiver.received).to.have.length(1);
+      }));
 
     it("retries a callback the gateway did not accept", async () => {
       receiver.nextStatuses = [503, 502];
@@ -123,8 +176,9 @@ describe("provider simulator: webhooks", () => {
     it("posts nothing when autoStatuses is off", async () => {
       const quiet = await startSimulator({ accessToken: TOKEN, webhookUrl: receiver.url, autoStatuses: false, statusDelaysMs: { sent: 1, delivered: 2, read: 3 } });
       try {
-        await post(`${quiet.url}/pn/messages`, textBody("15550001111"));
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect((await post(`${quiet.url}/pn/messages`, textBody("15550001111"))).status).to.equal(200);
+        await quiet.idle(); // nothing scheduled at all
+        expect(quiet.requests[0].providerMessageId).to.match(/^wamid\./);
         expect(receiver.received).to.have.length(0);
       } finally {
         await quiet.close();

@@ -40,17 +40,23 @@ describe("runtime", () => {
 describe("Batcher", () => {
   it("runs the calls of one event-loop turn together, and coalesces those that arrive while a batch is in flight", async () => {
     const seen: number[][] = [];
+    // The first batch stays in flight until the test releases it (no timer races on a busy machine).
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
     const batcher = new Batcher<number, number>(async (_key, items) => {
       seen.push(items);
-      await new Promise((r) => setTimeout(r, 20));
+      if (seen.length === 1) await gate;
       return items.map((n) => n * 2);
     });
     const first = [1, 2].map((n) => batcher.submit("k", n));
     // Later turns, while [1, 2] is in flight.
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(seen).to.deep.equal([[1, 2]]);
     const second = batcher.submit("k", 3);
     await new Promise((r) => setImmediate(r));
     const third = batcher.submit("k", 4);
+    release();
     expect(await Promise.all([...first, second, third])).to.deep.equal([2, 4, 6, 8]);
     expect(seen).to.deep.equal([[1, 2], [3, 4]]);
     expect(await batcher.submit("other", 5)).to.equal(10);

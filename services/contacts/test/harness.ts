@@ -15,7 +15,7 @@ import { RPC, SUBJECTS, type Channel } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
 import { startService, type RunningService } from "@platform/service";
-import { collectSubject, createTestEnvironment, type TestEnvironment } from "@platform/testing";
+import { collectSubject, createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
 import { definition } from "../src/service";
 import type { ContactsEnv } from "../src/use-cases/context";
 
@@ -125,6 +125,21 @@ export function optOutEvents(organizationId: string) {
   return harness()
     .events.filter((e) => e.data?.event === "optout.created" && e.data.organizationId === organizationId)
     .map((e) => e.data);
+}
+
+/**
+ * `optOutEvents(org)` once every event committed so far has surely been seen: a positive marker for a negative
+ * assertion instead of a fixed sleep. It sets an opt-out on a fresh phone and channel of the organization and waits for
+ * that optout.created; the outbox relays in commit order, so every earlier event came before it. The marker's own
+ * event is left out of the answer.
+ */
+export async function optOutEventsSettled(organizationId: string) {
+  const channel = registerChannel(organizationId, { isDefault: false });
+  const phone = newPhone();
+  const res = await api(organizationId).post("/api/v1/opt-outs", { action: "set", messagingChannelId: channel.id, phone });
+  if (res.status !== 200) throw new Error(`marker opt-out answered ${res.status}`);
+  await eventually(() => optOutEvents(organizationId).some((e) => e.data.phone === phone));
+  return optOutEvents(organizationId).filter((e) => e.data.phone !== phone);
 }
 
 /** A fresh E.164 number (+1 415 xxx xxxx), unique within the run. */

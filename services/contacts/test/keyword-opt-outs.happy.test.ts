@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { DEFAULT_OPT_OUT_KEYWORDS, SUBJECTS, eventSubject } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { eventually } from "@platform/testing";
-import { api, checkOptOuts, harness, newOrg, newPhone, optOutEvents, registerChannel, resolveContact, sleep } from "./harness";
+import { api, checkOptOuts, harness, newOrg, newPhone, optOutEvents, registerChannel, optOutEventsSettled, resolveContact, sleep } from "./harness";
 
 /** Publishes message.received as messaging does (a DomainEvent on the EVENTS stream). */
 async function receive(org: string, channelId: string, phone: string, content: { text: string } | { button: { text: string; payload: string } }) {
@@ -102,8 +102,7 @@ describe("keyword opt-outs from inbound messages", () => {
     const { event } = await receive(org, ch.id, phone, { text: "STOP" });
     await eventually(() => optOutEvents(org).length === 1);
     await receive(org, ch.id, phone, { text: "QUIT" });
-    await sleep(400);
-    expect(optOutEvents(org)).to.have.length(1);
+    expect(await optOutEventsSettled(org)).to.have.length(1);
 
     // Cleared through the API, then the same inbound message arrives again (same event, new stream message).
     await api(org).post("/api/v1/opt-outs", { action: "clear", messagingChannelId: ch.id, phone }).expect(200);

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { eventually } from "@platform/testing";
-import { api, checkOptOuts, harness, newOrg, newPhone, optOutEvents, registerChannel, resolveContact, sleep } from "./harness";
+import { api, checkOptOuts, harness, newOrg, newPhone, optOutEvents, registerChannel, optOutEventsSettled, resolveContact } from "./harness";
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -51,8 +51,7 @@ describe("opt-outs: set and clear (happy paths)", () => {
     expect(second.status).to.equal(200);
     expect(second.body).to.deep.equal(first.body);
     await eventually(() => optOutEvents(org).length === 1);
-    await sleep(300);
-    expect(optOutEvents(org)).to.have.length(1);
+    expect(await optOutEventsSettled(org)).to.have.length(1);
   });
 
   it("clear revokes, set reactivates the same record (same optOutId) and emits again", async () => {
@@ -132,8 +131,7 @@ describe("opt-outs: set and clear (happy paths)", () => {
     expect(answers.every((r) => r.status === 200 && r.body.active === true)).to.equal(true);
     expect(new Set(answers.map((r) => r.body.optOutId)).size).to.equal(1);
     await eventually(() => optOutEvents(org).length >= 1);
-    await sleep(300);
-    expect(optOutEvents(org)).to.have.length(1);
+    expect(await optOutEventsSettled(org)).to.have.length(1);
   });
 
   it("concurrent set/clear on one pair leave one consistent record", async () => {
@@ -152,8 +150,8 @@ describe("opt-outs: set and clear (happy paths)", () => {
     expect(rows).to.have.length(1);
     expect(rows[0].active).to.equal(rows[0].revoked_at === null);
     expect(await checkOptOuts(org, ch.id, [phone])).to.deep.equal(rows[0].active ? [phone] : []);
-    await eventually(() => optOutEvents(org).length >= 1);
-    const events = optOutEvents(org);
+    // Every event settled (a marker seen after them): one per transition into active, at most one per set.
+    const events = await optOutEventsSettled(org);
     expect(events.length).to.be.within(1, 12);
     expect(new Set(events.map((e) => e.data.id)).size).to.equal(events.length);
   });
@@ -176,8 +174,7 @@ describe("opt-outs: set and clear (happy paths)", () => {
       expect(new Set(clears.map((r) => r.body.revokedAt)).size).to.equal(1);
     }
     await eventually(() => optOutEvents(org).length >= rounds);
-    await sleep(300);
-    expect(optOutEvents(org)).to.have.length(rounds);
+    expect(await optOutEventsSettled(org)).to.have.length(rounds);
   });
 
   it("admin manual addition: 200 with the state and optout.created with source manual", async () => {
@@ -193,7 +190,6 @@ describe("opt-outs: set and clear (happy paths)", () => {
 
     const again = await api(org).post(`/admin/v1/organizations/${org}/opt-outs`, { messagingChannelId: ch.id, phone });
     expect(again.body).to.deep.equal(res.body);
-    await sleep(300);
-    expect(optOutEvents(org)).to.have.length(1);
+    expect(await optOutEventsSettled(org)).to.have.length(1);
   });
 });

@@ -28,6 +28,8 @@ export interface GatewayDeps {
   db: DataSource;
   bus: Bus;
   metrics?: Metrics;
+  /** The rate limiter's clock (ms, monotonic); default `performance.now`. Tests pass a manual one. */
+  clock?: () => number;
 }
 
 export interface Gateway {
@@ -53,7 +55,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const { env, log, db, bus } = deps;
   const defaults = { perSecond: env.RATE_LIMIT_PER_SECOND, burst: env.RATE_LIMIT_BURST };
   const cache = new AuthCache(db, defaults, log);
-  const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus);
+  const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus, undefined, deps.clock);
   const organizations = new Organizations(db, bus, defaults);
   const apiKeys = new ApiKeys(db, bus, cache, env.INTERNAL_TOKEN);
   const metrics = deps.metrics ?? createMetrics("gateway");

@@ -41,8 +41,11 @@ describe("gateway: errors", () => {
   it("answers INVALID_CURSOR for a cursor it did not issue", async () => {
     const res = await h.admin().get("/admin/v1/organizations?cursor=abc.def").expect(400);
     expect(res.body.error.code).to.equal("INVALID_CURSOR");
-    const bad = await h.admin().get("/admin/v1/organizations?limit=0").expect(400);
-    expect(bad.body.error.details[0].path).to.equal("query.limit");
+    for (const limit of ["0", "1e2", "0x10", "1.0", "+5"]) {
+      const bad = await h.admin().get(`/admin/v1/organizations?limit=${encodeURIComponent(limit)}`).expect(400);
+      expect(bad.body.error.code).to.equal("VALIDATION_ERROR");
+      expect(bad.body.error.details[0].path).to.equal("query.limit");
+    }
   });
 
   it("answers VALIDATION_ERROR for a bad limit and INVALID_CURSOR for a foreign cursor of the API-key list", async () => {

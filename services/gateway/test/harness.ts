@@ -23,6 +23,8 @@ export class GatewayHarness {
   db!: DataSource;
   replicas: Replica[] = [];
   readonly log = createLogger("gateway-test", "silent");
+  /** The rate limiters' clock for every replica of this harness (ms); undefined: the real one. */
+  clock?: () => number;
 
   async start(extra: Partial<Record<keyof GatewayEnv, string>> = {}): Promise<this> {
     this.env = await createTestEnvironment("gw");
@@ -48,7 +50,7 @@ export class GatewayHarness {
     const env = this.gatewayEnv(extra);
     const bus = await Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: "gw-test", log: this.log });
     await bus.ensureStreams();
-    const gateway = createGateway({ env, log: this.log, db: this.db, bus });
+    const gateway = createGateway({ env, log: this.log, db: this.db, bus, clock: this.clock });
     const server = await new Promise<http.Server>((resolve) => {
       const s = http.createServer(gateway.listener).listen(0, "127.0.0.1", () => resolve(s));
     });

@@ -45,7 +45,7 @@ describe("GET /api/v1/conversations", () => {
     const forged = await api(h, org).get("/api/v1/conversations?cursor=eyJrIjoiY29udmVyc2F0aW9ucyJ9.abc");
     expect(forged.status).to.equal(400);
     expect(forged.body.error.code).to.equal("INVALID_CURSOR");
-    for (const q of ["limit=0", "limit=101", "limit=abc", "limit=1&limit=2"]) {
+    for (const q of ["limit=0", "limit=101", "limit=abc", "limit=1e2", "limit=0x10", "limit=1.0", "limit=1&limit=2"]) {
       const res = await api(h, org).get(`/api/v1/conversations?${q}`);
       expect(res.status, q).to.equal(400);
       expect(res.body.error.code).to.equal("VALIDATION_ERROR");

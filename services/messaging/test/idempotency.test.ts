@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { eventually } from "@platform/testing";
 import { api, createChannel, newOrg, providerRequestsFor, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 describe("Idempotency-Key on POST /api/v1/messages", () => {
@@ -62,9 +63,11 @@ describe("Idempotency-Key on POST /api/v1/messages", () => {
   it("409 IDEMPOTENCY_KEY_IN_USE while the first request is still running", async () => {
     const { org, phone } = await ready();
     const key = `k-busy-${Date.now()}`;
-    h.sim.setMode({ kind: "slow", delayMs: 800, times: 1 });
+    // The provider holds the first send's answer (just under the client's 1.5 s timeout; 200 either way).
+    h.sim.setMode({ kind: "slow", delayMs: 1_400, times: 1 });
     const first = api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text: "slow" }).then((r) => r);
-    await new Promise((r) => setTimeout(r, 300));
+    // Once the first request is at the provider it holds the key (no fixed sleep guessing when that is).
+    await eventually(() => h.sim.requests.some((r) => JSON.stringify(r.body).includes(phone.slice(1))), 10_000, 10);
     const second = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text: "slow" });
     expect(second.status).to.equal(409);
     expect(second.body.error.code).to.equal("IDEMPOTENCY_KEY_IN_USE");

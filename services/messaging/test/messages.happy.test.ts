@@ -1,8 +1,9 @@
 import { expect } from "chai";
+import { MESSAGING_SUBJECTS } from "@platform/contracts";
 import { startService } from "@platform/service";
 import { eventually } from "@platform/testing";
 import { newId } from "@platform/id";
-import { definition } from "../src/service";
+import { definition, reservePacingSlots } from "../src/service";
 import { messageStatusEvent } from "../src/use-cases/events";
 import { SendWrites } from "../src/use-cases/send-writes";
 import {
@@ -182,6 +183,12 @@ describe("POST /api/v1/messages (happy paths)", () => {
     try {
       const other = { ...h, svc: replica2 as Harness["svc"] };
       const org = newOrg();
+      // The "within a second" is met by the mechanism, not timed here (a busy machine stretches any wall-clock bound):
+      // each change is broadcast, and the other replica, whose cache would keep the old channel for 5 s, follows it.
+      const broadcasts: string[] = [];
+      h.bus.onBroadcast(MESSAGING_SUBJECTS.channelsChanged, ({ organizationId }) => {
+        if (organizationId === org) broadcasts.push(organizationId);
+      });
       const first = await createChannel(h, org, { name: "first" });
       const second = await createChannel(h, org, { name: "second" });
       const phone = uniquePhone();
@@ -196,17 +203,21 @@ describe("POST /api/v1/messages (happy paths)", () => {
         expect(providerRequestsFor(h, res.body.id)[0].phoneNumberId).to.equal(first.providerPhoneNumberId);
       }
 
+      let seen = broadcasts.length;
       await api(h, org).patch(`/admin/v1/organizations/${org}/channels/${second.id}`).send({ isDefault: true }).expect(200);
       const here = await send(h);
       expect(providerRequestsFor(h, here.body.id)[0].phoneNumberId).to.equal(second.providerPhoneNumberId);
+      await eventually(() => broadcasts.length > seen);
       await eventually(async () => {
         const there = await send(other);
         return providerRequestsFor(h, there.body.id)[0]?.phoneNumberId === second.providerPhoneNumberId;
-      }, 1_000);
+      });
 
+      seen = broadcasts.length;
       await api(h, org).patch(`/admin/v1/organizations/${org}/channels/${second.id}`).send({ connected: false }).expect(200);
       expect((await send(h)).body.error?.code).to.equal("PROVIDER_NOT_CONNECTED");
-      await eventually(async () => (await send(other)).body.error?.code === "PROVIDER_NOT_CONNECTED", 1_000);
+      await eventually(() => broadcasts.length > seen);
+      await eventually(async () => (await send(other)).body.error?.code === "PROVIDER_NOT_CONNECTED");
     } finally {
       await replica2.stop();
     }
@@ -218,9 +229,13 @@ describe("POST /api/v1/messages (happy paths)", () => {
     try {
       const other = { ...h, svc: replica2 as Harness["svc"] };
       const org = newOrg();
-      const channel = await createChannel(h, org, { messagesPerSecond: 1000 });
+      // 50 per second: the 60 sends' slots (1.2 s) stay within the request's pacing budget, and the timeline runs ahead
+      // of the requests, so a reservation that took fewer intervals than sends would show.
+      const channel = await createChannel(h, org, { messagesPerSecond: 50 });
       const phones = Array.from({ length: 6 }, () => uniquePhone());
       for (const p of phones) await receiveInbound(h, channel, p);
+      // A marker slot on the channel's timeline (the GCRA row) right before the sends, and one right after.
+      const before = (await reservePacingSlots(h.svc.deps.db, channel.id))!;
       // Each replica gets the numbers in the opposite order.
       const answers = await Promise.all(
         Array.from({ length: 60 }, (_, i) =>
@@ -237,9 +252,11 @@ describe("POST /api/v1/messages (happy paths)", () => {
       );
       expect(rows).to.have.length(6);
       for (const r of rows) expect(r).to.include({ conversations: 1, messages: 10 });
-      const times = answers.map((a) => providerRequestsFor(h, a.body.id)[0].receivedAt).sort((x, y) => x - y);
-      // 1,000 per second: 60 sends take at least 59 intervals of 1 ms.
-      expect(times[times.length - 1] - times[0]).to.be.at.least(55);
+      const after = (await reservePacingSlots(h.svc.deps.db, channel.id))!;
+      // Between the markers the 60 sends took 60 intervals of 20 ms on the channel's timeline, whichever replica
+      // reserved them: no slot shared (what the pacer decided, not wall-clock gaps).
+      expect(before.intervalMs).to.equal(20);
+      expect(after.firstAt - (before.firstAt + before.intervalMs)).to.be.at.least(60 * 20 - 0.01);
     } finally {
       await replica2.stop();
     }

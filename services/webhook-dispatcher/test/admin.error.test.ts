@@ -37,6 +37,8 @@ describe("admin API: webhooks (errors)", () => {
     validation(await stack.admin(org).patch(`/${created.id}`, { active: "yes" }), "active");
     validation(await stack.admin(org).get("?limit=0"), "query.limit");
     validation(await stack.admin(org).get(`/${created.id}/deliveries?limit=101`), "query.limit");
+    validation(await stack.admin(org).get("?limit=1e2"), "query.limit");
+    validation(await stack.admin(org).get(`/${created.id}/deliveries?limit=0x10`), "query.limit");
     expect((await stack.admin(org).get("")).body.items).to.have.length(1);
   });
 

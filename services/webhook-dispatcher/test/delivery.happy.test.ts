@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { SummarizedEventData } from "@platform/contracts";
 import { signStandardWebhook, verifySignature, verifyStandardWebhook } from "@platform/webhook-verify";
-import { eventually, newId, publishEvent, Receiver, sleep, startStack, type Stack } from "./helpers";
+import { eventually, jobsSettled, newId, publishEvent, Receiver, sleep, startStack, type Stack } from "./helpers";
 
 describe("delivery (happy paths)", () => {
   let stack: Stack;
@@ -88,7 +88,7 @@ describe("delivery (happy paths)", () => {
       expect(log[0].durationMs).to.be.a("number");
       expect(new Date(log[0].createdAt).toISOString()).to.equal(log[0].createdAt);
       expect(receiver.byEvent(eventId)[0].headers["x-service-delivery"]).to.equal(log[0].id);
-      await sleep(400);
+      await jobsSettled(stack, hook.id); // delivered: no job left to retry
       expect(receiver.byEvent(eventId)).to.have.length(1);
       const list = await stack.admin(org).get("").expect(200);
       expect(list.body.items[0].consecutiveFailures).to.equal(0);

@@ -146,4 +146,16 @@ export class Receiver {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits until the webhook has no delivery job left: each of its deliveries succeeded or was given up, and the job row
+ * is gone, so no further attempt can follow and counts taken afterwards are final. A positive marker for "no more
+ * retries" instead of a fixed sleep.
+ */
+export async function jobsSettled(stack: Stack, webhookId: string): Promise<void> {
+  await eventually(async () => {
+    const rows = await stack.svc.deps.db.query(`SELECT count(*)::int AS n FROM webhooks.delivery_jobs WHERE webhook_id = $1`, [webhookId]);
+    return rows[0].n === 0;
+  }, 15_000);
+}
 export { eventually, newId };

@@ -14,8 +14,8 @@ export class RateLimiter {
   private admitted = new Map<string, number>();
   private timer?: NodeJS.Timeout;
 
-  constructor(private readonly replica: string, private readonly bus?: Bus, private readonly intervalMs = 200) {
-    this.buckets = new TokenBuckets();
+  constructor(private readonly replica: string, private readonly bus?: Bus, private readonly intervalMs = 200, clock?: () => number) {
+    this.buckets = new TokenBuckets(clock);
   }
 
   start(): void {

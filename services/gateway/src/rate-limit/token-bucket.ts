@@ -73,6 +73,11 @@ export class TokenBuckets {
     bucket.tokens = Math.max(-bucket.limit.burst, bucket.tokens - tokens);
   }
 
+  /** Tokens an organization's bucket holds now (negative: debt), without refilling; undefined without a bucket. For tests and metrics. */
+  tokens(key: string): number | undefined {
+    return this.buckets.get(key)?.tokens;
+  }
+
   /** Forget idle buckets (full again) so memory follows active organizations. */
   sweep(): void {
     for (const [key, bucket] of this.buckets) {

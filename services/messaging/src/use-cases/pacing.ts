@@ -13,10 +13,16 @@ export { ADAPTIVE_PACING } from "../db/repositories/pacing-rate";
  * from `max(tat, now)` and moves `tat` past them. No burst tolerance: the
  * provider's limit is per second, and the slots are exactly that.
  *
- * Returns the first slot's offset from now and the interval, in ms.
+ * Returns the first slot's offset from now and the interval, in ms; and, on
+ * the database clock (epoch ms), the first slot's start and `now`, the
+ * instant the reservation was decided (for tests: what the pacer decided).
  */
-export async function reservePacingSlots(q: Queryable, channelId: string, n = 1): Promise<{ firstInMs: number; intervalMs: number } | undefined> {
-  const rows = await runPrepared<{ end_ms: number; interval_ms: number }>(
+export async function reservePacingSlots(
+  q: Queryable,
+  channelId: string,
+  n = 1,
+): Promise<{ firstInMs: number; intervalMs: number; firstAt: number; decidedAt: number } | undefined> {
+  const rows = await runPrepared<{ end_ms: number; interval_ms: number; end_at: number; now_at: number }>(
     q,
     "reservePacingSlots",
     `WITH t AS (SELECT clock_timestamp() AS now)
@@ -24,11 +30,13 @@ export async function reservePacingSlots(q: Queryable, channelId: string, n = 1)
      SET tat = greatest(p.tat, t.now) + $2 * (1.0 / ${currentRateSql("p", "t.now")}) * interval '1 second'
      FROM t WHERE p.channel_id = $1
      RETURNING (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
-       (1000.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_ms`,
+       (1000.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_ms,
+       (extract(epoch FROM p.tat) * 1000)::float8 AS end_at, (extract(epoch FROM t.now) * 1000)::float8 AS now_at`,
     [channelId, n],
   );
   if (!rows[0]) return undefined;
-  return { firstInMs: rows[0].end_ms - n * rows[0].interval_ms, intervalMs: rows[0].interval_ms };
+  const { end_ms: endMs, interval_ms: intervalMs, end_at: endAt, now_at: decidedAt } = rows[0];
+  return { firstInMs: endMs - n * intervalMs, intervalMs, firstAt: endAt - n * intervalMs, decidedAt };
 }
 
 /**
@@ -237,14 +245,17 @@ export async function channelPacingRate(
  * wasted, and replicas together never exceed the rate.
  */
 export class ChannelPacer {
-  private readonly batcher: Batcher<null, number>;
+  private readonly batcher: Batcher<null, { waitMs: number; slotAt: number | undefined }>;
 
   constructor(q: Queryable) {
     this.batcher = new Batcher(async (channelId, items) => {
       const before = Date.now();
       const r = await reservePacingSlots(q, channelId, items.length);
       const elapsed = Date.now() - before;
-      return items.map((_, i) => (r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0));
+      return items.map((_, i) => ({
+        waitMs: r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0,
+        slotAt: r ? r.firstAt + i * r.intervalMs : undefined,
+      }));
     }, 200);
   }
 
@@ -255,6 +266,11 @@ export class ChannelPacer {
 
   /** Reserves one slot; resolves with how long to wait for it (ms). */
   reserve(channelId: string): Promise<number> {
+    return this.reserveSlot(channelId).then((s) => s.waitMs);
+  }
+
+  /** Reserves one slot; resolves with how long to wait for it (ms) and the slot's start on the database clock (epoch ms; undefined without a pacing row). */
+  reserveSlot(channelId: string): Promise<{ waitMs: number; slotAt: number | undefined }> {
     return this.batcher.submit(channelId, null);
   }
 }
