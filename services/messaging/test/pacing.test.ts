@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { eventually } from "@platform/testing";
-import { ChannelPacer, reservePacingSlot, reservePacingSlots, slowDownChannel } from "../src/service";
+import { ChannelPacer, reservePacingSlot, reservePacingSlots } from "../src/service";
 import { api, createChannel, eventsOf, newOrg, providerRequestsFor, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 describe("per-channel pacing (GCRA in Postgres)", () => {
@@ -22,7 +22,7 @@ describe("per-channel pacing (GCRA in Postgres)", () => {
     return row.tat;
   };
 
-  it("spaces reservations one emission interval apart, and twice that while slowed down", async () => {
+  it("spaces reservations one emission interval apart", async () => {
     const org = newOrg();
     const channel = await createChannel(h, org, { messagesPerSecond: 10 });
     const slots: Array<NonNullable<Awaited<ReturnType<typeof reservePacingSlots>>>> = [];
@@ -44,18 +44,7 @@ describe("per-channel pacing (GCRA in Postgres)", () => {
     expect(five.firstAt).to.be.closeTo(Math.max(slots[4].firstAt + 100, five.decidedAt), EPS);
     expect(await tatOf(channel.id)).to.be.closeTo(five.firstAt + 500, EPS);
 
-    const slow = await createChannel(h, org, { messagesPerSecond: 10 });
-    const fresh = await tatOf(slow.id);
-    await slowDownChannel(db(), slow.id);
-    // The slow-down pushes the timeline out 10 intervals (1 s at 10/s) from max(tat, now).
-    const pushed = await tatOf(slow.id);
-    expect(pushed).to.be.at.least(fresh + 1000 - EPS);
-    const a = (await reservePacingSlots(db(), slow.id))!;
-    const b = (await reservePacingSlots(db(), slow.id))!;
-    expect([a.intervalMs, b.intervalMs]).to.deep.equal([200, 200]);
-    expect(a.firstAt).to.be.closeTo(Math.max(pushed, a.decidedAt), EPS);
-    expect(b.firstAt).to.be.closeTo(Math.max(a.firstAt + 200, b.decidedAt), EPS);
-    expect(await reservePacingSlot(db(), slow.id)).to.be.greaterThan(0);
+    // The rate after a 130429 (decreased, then climbing back) is pinned by pacing-adaptive.test.ts.
   });
 
   it("coalesces concurrent reservations into few round trips; replicas never share a slot", async () => {
