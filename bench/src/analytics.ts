@@ -240,7 +240,7 @@ export async function run(): Promise<string> {
         `(start-up and migrations check included) to the last ack: **${Math.round(EVENTS / ingestS).toLocaleString("en-US")} events/s** ` +
         `(target >= 5,000); from the first ack to the last: ${Math.round(steadyRate).toLocaleString("en-US")} events/s; ${ingestOk ? "every message counted once" : "**COUNTS WRONG**"}; batches of up to 1,000 events per transaction, ` +
         `into the same tables as the ${MESSAGES.toLocaleString("en-US")} messages above. ` +
-        cpuReport(cpuBefore, cpuAfter, ingestS, EVENTS).replace("ms/req", "ms/event") + ` Analytics RSS after: ${rss} MB.`,
+        cpuReport(cpuBefore, cpuAfter, ingestS, EVENTS).replaceAll("ms/req", "ms/event") + ` Analytics RSS after: ${rss} MB.`,
       "",
       `Event → answer lag (publish of one status event → first GET /api/v1/analytics that reflects it, polled every 5 ms; ` +
         `100 samples, idle service): p50 ${f(lag.p50)} ms, p99 ${f(lag.p99)} ms, max ${f(lag.max)} ms (target < 1 s).`,
