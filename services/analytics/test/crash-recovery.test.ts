@@ -104,17 +104,13 @@ describe("analytics: a consumer killed mid-batch", () => {
     // Third life runs to the end; the unacknowledged batches come back after the ack wait.
     const third = await ingestor(undefined);
     const year = { startDate: "2026-01-01", endDate: "2026-12-31" };
-    const body = await eventually(async () => {
-      const b = await queryAnalytics(db, org, year);
-      return b.outboundMessages.total === 1_500 && b;
-    }, 60_000);
+    await eventually(async () => (await queryAnalytics(db, org, year)).outboundMessages.total === 1_500, 60_000);
     // Everything delivered is acked: nothing pending, nothing left to redeliver.
     await eventually(async () => {
       const info = await third.bus.jsm.consumers.info(third.bus.streamName({ name: "EVENTS" } as any), third.ing.durable);
       return info.num_pending === 0 && info.num_ack_pending === 0;
     }, 30_000);
     const final = await queryAnalytics(db, org, year);
-    expect(final).to.deep.equal(body);
     expect(final.outboundMessages.counts).to.deep.equal(expected);
     const [rows] = await db.query(`SELECT count(*)::int AS n FROM analytics.messages WHERE organization_id = $1`, [org]);
     expect(rows.n).to.equal(1_500);
