@@ -54,6 +54,8 @@ export const MessageStatusData = z.object({
   providerMessageId: z.string().nullable(),
   templateJobId: z.string().optional(),
   error: z.object({ code: z.string(), title: z.string() }).optional(),
+  /** When the message was created (ISO 8601, milliseconds): what analytics counts it by, without asking messaging. */
+  createdAt: z.string(),
 });
 
 export const ConversationData = z.object({

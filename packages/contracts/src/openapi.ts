@@ -14,6 +14,7 @@ import {
   PingResponse,
   SendMessageRequest,
 } from "./api";
+import { AnalyticsQuery, AnalyticsResult } from "./analytics";
 import { PageQuery } from "./common";
 import { ErrorEnvelope, statusForCode, type ErrorCode } from "./errors";
 
@@ -146,6 +147,20 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     },
   });
 
+  registry.registerPath({
+    operationId: "getAnalytics",
+    method: "get",
+    path: "/api/v1/analytics",
+    summary: "Outbound message counts and rates for a date range",
+    description:
+      "Counts the outbound messages (text and template) whose `createdAt` lies in `[startDate, endDate]` (inclusive, to the millisecond), " +
+      "each by its current status. A date-only `endDate` means the end of that day (UTC). Available on every plan.",
+    tags: ["Analytics"],
+    security,
+    request: { query: AnalyticsQuery },
+    responses: { 200: json(AnalyticsResult, "Counts and rates of the period"), ...errors(["VALIDATION_ERROR"]) },
+  });
+
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: "3.1.0",
@@ -163,6 +178,7 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
       { name: "Conversations", description: "Conversations with contacts" },
       { name: "Contacts", description: "Contacts of the organization" },
       { name: "Opt-outs", description: "Per-channel opt-outs" },
+      { name: "Analytics", description: "Outbound message analytics" },
     ],
   });
 }

@@ -17,6 +17,8 @@ export function messageStatusEvent(m: MessageRow, status: OutboundEventStatus): 
     providerMessageId: m.provider_message_id,
     ...(m.template_job_id ? { templateJobId: m.template_job_id } : {}),
     ...(status === "failed" ? { error: { code: m.error_code ?? "unknown", title: m.error_title ?? "Message failed" } } : {}),
+    // Analytics counts a message by its creation time (contract section 2) and must not ask messaging per event.
+    createdAt: iso(m.created_at)!,
   });
 }
 

@@ -1,0 +1,45 @@
+import { Router } from "express";
+import type { ServiceDefinition } from "@platform/service";
+import { MessageEventIngestor } from "./bus/consumers/evt.message.status.consumer";
+import { entities } from "./db/entities";
+import { CreateAnalyticsSchema1763900000000 } from "./db/migrations/1763900000000-CreateAnalyticsSchema";
+import { envShape } from "./env";
+import { v1AnalyticsGet } from "./routes/v1_analytics_get";
+import { createContext, SCHEMA } from "./use-cases/context";
+
+/**
+ * analytics: outbound message counts and rates by creation time and current
+ * status, fed only by the message events (docs/adr/0007-analytics-buckets.md).
+ */
+export const definition: ServiceDefinition<typeof envShape> = {
+  name: "analytics",
+  schema: SCHEMA,
+  env: envShape,
+  entities,
+  migrations: [CreateAnalyticsSchema1763900000000],
+  // Publishes no events: no outbox.
+  outbox: false,
+  routes(deps) {
+    const ctx = createContext(deps);
+    const router = Router();
+    v1AnalyticsGet(router, ctx);
+    return router;
+  },
+  async start(deps) {
+    const ingestor = new MessageEventIngestor({
+      db: deps.db,
+      bus: deps.bus,
+      log: deps.log,
+      batchMax: deps.env.ANALYTICS_BATCH_MAX,
+      maxAckPending: deps.env.ANALYTICS_MAX_ACK_PENDING,
+      ackWaitMs: deps.env.ANALYTICS_ACK_WAIT_MS,
+    });
+    await ingestor.start();
+    return [() => ingestor.stop()];
+  },
+};
+
+export { envShape } from "./env";
+export { MessageEventIngestor, MESSAGE_EVENTS_DURABLE } from "./bus/consumers/evt.message.status.consumer";
+export { applyStatusEvents, STATUS_RANK, type StatusEvent } from "./use-cases/apply-statuses";
+export { planQuery, queryAnalytics } from "./use-cases/query-analytics";
