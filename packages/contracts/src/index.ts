@@ -9,3 +9,4 @@ export * from "./openapi";
 export * from "./messaging";
 export * from "./contacts";
 export * from "./webhooks";
+export * from "./templates";
