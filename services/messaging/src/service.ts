@@ -3,9 +3,11 @@ import type { ServiceDefinition } from "@platform/service";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
 import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
 import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
+import { serveTemplateSend } from "./bus/responders/rpc.messaging.template.send";
 import { ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
+import { TemplateSends1764000000000 } from "./db/migrations/1764000000000-TemplateSends";
 import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
@@ -36,12 +38,13 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000],
+  migrations: [Initial1763760000000, TemplateSends1764000000000],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {
     const ctx = contextOf(deps);
     serveChannelLookup(ctx);
+    serveTemplateSend(ctx);
     ctx.bus.onBroadcast(MESSAGING_SUBJECTS.channelsChanged, ({ organizationId }) => ctx.lookups.forgetOrganization(organizationId));
     ctx.bus.onReconnect(() => ctx.lookups.clear());
     await consumeProviderInbound(ctx);
@@ -53,4 +56,4 @@ export const definition: ServiceDefinition<typeof envShape> = {
 
 export { envShape } from "./env";
 /** Per-channel pacing, shared with template jobs (docs/adr/0003-channel-pacing.md). */
-export { ChannelPacer, reservePacingSlot, reservePacingSlots, slowDownChannel, takePacingToken } from "./use-cases/pacing";
+export { BULK_HORIZON_MS, ChannelPacer, reserveBulkPacingSlots, reservePacingSlot, reservePacingSlots, slowDownChannel, takePacingToken } from "./use-cases/pacing";

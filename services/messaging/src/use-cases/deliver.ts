@@ -5,7 +5,7 @@ import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
-import { slowDownChannel } from "./pacing";
+import { reserveBulkPacingSlots, slowDownChannel } from "./pacing";
 import { sleep } from "@platform/runtime";
 
 /** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
@@ -34,6 +34,27 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
   };
 }
 
+const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
+
+const isTemplate = (m: MessageRow) => m.type === "template" && m.template_payload !== null;
+
+/** The provider call of one message: its template rebuilt from the stored payload, or its text. */
+function callProvider(ctx: MessagingContext, channel: ChannelRow, message: MessageRow) {
+  if (isTemplate(message)) {
+    const t = message.template_payload!;
+    return ctx.provider.sendTemplate({
+      phoneNumberId: channel.provider_phone_number_id,
+      to: message.phone,
+      template: t.template,
+      headerMedia: t.headerMedia,
+      bodyParameters: t.bodyParameters,
+      buttonParameters: t.buttonParameters,
+      callbackData: message.id,
+    });
+  }
+  return ctx.provider.sendText({ phoneNumberId: channel.provider_phone_number_id, to: message.phone, text: message.text ?? "", callbackData: message.id });
+}
+
 /**
  * One provider attempt of a message the caller has leased (attempt number =
  * `message.attempts`): pacing slot, provider call, and the outcome stored with
@@ -52,19 +73,23 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
-  // The request path reserved its slot when it stored the message; the worker reserves one now.
-  const waitMs = opts.paceWaitMs ?? (await ctx.pacer.reserve(channel.id));
+  // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now:
+  // a template message as bulk (it yields to single sends, ADR 0003), anything else as a single send.
+  let waitMs = opts.paceWaitMs;
+  if (waitMs === undefined && isTemplate(message)) {
+    const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1);
+    if (r && r.granted === 0) {
+      return recordTransient(ctx, message, attempt, PACED, opts, r.retryInMs);
+    }
+    waitMs = r?.firstInMs ?? 0;
+  }
+  waitMs ??= await ctx.pacer.reserve(channel.id);
   if (waitMs > MAX_PACING_WAIT_MS) {
-    return recordTransient(ctx, message, attempt, { code: "paced", title: "Waiting for the channel's throughput budget" }, opts, waitMs);
+    return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
   if (waitMs > 0) await sleep(waitMs);
 
-  const result = await ctx.provider.sendText({
-    phoneNumberId: channel.provider_phone_number_id,
-    to: message.phone,
-    text: message.text ?? "",
-    callbackData: message.id,
-  });
+  const result = await callProvider(ctx, channel, message);
 
   if (result.ok) {
     const sent: MessageRow = { ...message, status: "sent", provider_message_id: result.providerMessageId, error_code: null, error_title: null };
@@ -89,16 +114,22 @@ export async function attemptSend(
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
 }
 
+/** A leased attempt that will not call the provider now (no pacing slot in time): the worker takes the message after `delayMs`. */
+export function deferToWorker(ctx: MessagingContext, message: MessageRow, delayMs: number): Promise<AttemptOutcome> {
+  return recordTransient(ctx, message, message.attempts, PACED, { enqueueRetry: true }, delayMs);
+}
+
 async function recordTransient(
   ctx: MessagingContext,
   message: MessageRow,
   attempt: number,
   error: { code: string; title: string },
   opts: { enqueueRetry: boolean },
-  minDelayMs = 0,
+  pacedDelayMs?: number,
 ): Promise<AttemptOutcome> {
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
-  const delayMs = Math.max(minDelayMs, retryDelayMs(attempt));
+  // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
+  const delayMs = pacedDelayMs ?? retryDelayMs(attempt);
   return ctx.db.transaction(async (tx) => {
     if (giveUp) {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);

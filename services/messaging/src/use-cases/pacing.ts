@@ -30,6 +30,59 @@ export async function reservePacingSlots(q: Queryable, channelId: string, n = 1)
   return { firstInMs: rows[0].end_ms - n * rows[0].interval_ms, intervalMs: rows[0].interval_ms };
 }
 
+/**
+ * How far past now bulk (template) reservations may push the channel's `tat`.
+ * A single send reserves normally, from `max(tat, now)`, so it never queues
+ * behind more than this much of bulk slots (plus one interval): bulk sends
+ * yield to single sends (ADR 0003, "Sharing the rate").
+ */
+export const BULK_HORIZON_MS = 40;
+
+export interface BulkReservation {
+  /** Slots granted (0 when the horizon is full). */
+  granted: number;
+  /** Offset of the first granted slot from now (ms). */
+  firstInMs: number;
+  intervalMs: number;
+  /** When to ask again for the rest: the horizon will have room for about half its width (ms from now). */
+  retryInMs: number;
+}
+
+/**
+ * Bulk reservation: up to `n` consecutive slots, but only those that start no
+ * later than `now + horizonMs` (at least one when the next slot is within the
+ * horizon, so a channel slower than one slot per horizon still moves). The
+ * caller waits `retryInMs` and asks again for the rest. Same row, same
+ * interval as single sends: the channel's total never exceeds its rate.
+ */
+export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n: number, horizonMs = BULK_HORIZON_MS): Promise<BulkReservation | undefined> {
+  const rows = await runPrepared<{ granted: number; first_ms: number; interval_ms: number; end_ms: number }>(
+    q,
+    "reserveBulkPacingSlots",
+    `WITH t AS (SELECT clock_timestamp() AS now
+     ), cur AS (
+       SELECT p.channel_id, t.now, greatest(p.tat, t.now) AS start,
+         (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second)::float8 AS interval_s
+       FROM ${SCHEMA}.channel_pacing p, t WHERE p.channel_id = $1 FOR UPDATE OF p
+     ), k AS (
+       SELECT cur.*, least($2::int, greatest(0, floor(($3::float8 / 1000 - extract(epoch FROM (start - now))) / interval_s)::int + 1)) AS k FROM cur
+     )
+     UPDATE ${SCHEMA}.channel_pacing p SET tat = k.start + k.k * k.interval_s * interval '1 second'
+     FROM k WHERE p.channel_id = k.channel_id
+     RETURNING k.k AS granted, (extract(epoch FROM (k.start - k.now)) * 1000)::float8 AS first_ms, (k.interval_s * 1000)::float8 AS interval_ms,
+       (extract(epoch FROM (p.tat - k.now)) * 1000)::float8 AS end_ms`,
+    [channelId, n, horizonMs],
+  );
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    granted: r.granted,
+    firstInMs: Math.max(0, r.first_ms),
+    intervalMs: r.interval_ms,
+    retryInMs: Math.max(1, Math.ceil(r.end_ms - horizonMs / 2)),
+  };
+}
+
 /** One slot: how long to wait before calling the provider (0 when the slot is now). */
 export async function reservePacingSlot(q: Queryable, channelId: string): Promise<number> {
   const r = await reservePacingSlots(q, channelId, 1);

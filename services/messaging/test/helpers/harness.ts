@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import request from "supertest";
 import { Bus, RpcCallError } from "@platform/bus";
-import { RPC, SUBJECTS } from "@platform/contracts";
+import { CONTACTS_RPC, RPC, SUBJECTS } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
 import { signBody, startSimulator, type Simulator } from "@platform/provider-simulator";
@@ -75,6 +75,21 @@ export class ContactsStandIn implements ContactsBackend {
       if (req.name) contact.name = req.name;
       if (req.waId) contact.waId = req.waId;
       return { contactId: contact.id, phone: req.phone, created };
+    });
+    bus.serve(CONTACTS_RPC.resolveContacts, async (req) => {
+      if (this.down) throw new RpcCallError("SERVICE_UNAVAILABLE", "contacts down", true);
+      this.resolveCalls++;
+      let created = 0;
+      const contactIds = req.phones.map((phone) => {
+        const key = `${req.organizationId}|${phone}`;
+        let contact = this.contacts.get(key);
+        if (!contact) {
+          this.contacts.set(key, (contact = { id: newId("contact") }));
+          created++;
+        }
+        return contact.id;
+      });
+      return { contactIds, created };
     });
     bus.serve(RPC.checkOptOuts, async (req) => {
       if (this.down) throw new RpcCallError("SERVICE_UNAVAILABLE", "contacts down", true);

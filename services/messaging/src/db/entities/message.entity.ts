@@ -1,5 +1,13 @@
 import { Column, Entity, PrimaryColumn } from "typeorm";
 
+/** What a template message's provider body is built from (contract section 4). */
+export interface TemplatePayload {
+  template: { name: string; language: string; headerFormat: "image" | "video" | "document" | null };
+  headerMedia: { url: string; fileName?: string } | null;
+  bodyParameters: string[];
+  buttonParameters: Array<{ type: "quick_reply"; payload: string; index?: number } | { type: "url"; text: string; index?: number }>;
+}
+
 export type MessageDirection = "inbound" | "outbound";
 /** `received` for inbound; outbound: `pending` → `sent` → `delivered` → `read`, or `failed`. */
 export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed";
@@ -21,6 +29,10 @@ export class MessageEntity {
   @Column({ name: "provider_message_id", type: "text", nullable: true }) providerMessageId!: string | null;
   @Column({ name: "provider_timestamp", type: "timestamptz", nullable: true }) providerTimestamp!: Date | null;
   @Column({ name: "template_job_id", type: "text", nullable: true }) templateJobId!: string | null;
+  /** Idempotency key of a template send (`job:<jobId>:<recipientId>`), unique per organization. */
+  @Column({ name: "send_key", type: "text", nullable: true }) sendKey!: string | null;
+  /** Template, header media and parameters of a template send: what a retry needs to rebuild its body. */
+  @Column({ name: "template_payload", type: "jsonb", nullable: true }) templatePayload!: TemplatePayload | null;
   @Column({ name: "error_code", type: "text", nullable: true }) errorCode!: string | null;
   @Column({ name: "error_title", type: "text", nullable: true }) errorTitle!: string | null;
   /** Provider calls made so far; the attempt number is also the lease owner's token. */

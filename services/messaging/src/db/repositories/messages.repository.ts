@@ -2,7 +2,7 @@ import type { OutboxMessage } from "@platform/bus";
 import { newId } from "@platform/id";
 import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
 import type { ConversationRow } from "./conversations.repository";
-import type { MessageStatus } from "../entities/message.entity";
+import type { MessageStatus, TemplatePayload } from "../entities/message.entity";
 
 /** An outbound text to store as `pending`, leased to its sender for `leaseMs`. */
 export type OutboundInput = { id: string; organizationId: string; channelId: string; contactId: string; phone: string; text: string; leaseMs: number };
@@ -23,6 +23,8 @@ export interface MessageRow {
   provider_message_id: string | null;
   provider_timestamp: Date | null;
   template_job_id: string | null;
+  send_key: string | null;
+  template_payload: TemplatePayload | null;
   error_code: string | null;
   error_title: string | null;
   attempts: number;
@@ -140,7 +142,91 @@ export function sendRounds<T extends { channelId: string; contactId: string }>(i
   return rounds;
 }
 
+/** A template send to store as `pending`, leased to the batch that sends it (attempt 1). */
+export type TemplateInput = {
+  id: string;
+  organizationId: string;
+  channelId: string;
+  contactId: string;
+  phone: string;
+  sendKey: string;
+  templateJobId: string;
+  payload: TemplatePayload;
+  leaseMs: number;
+};
+
 export const messagesRepository = {
+  /**
+   * Stores one batch of template sends in ONE statement: conversations opened
+   * (with `conversation.opened`) or touched, messages `pending` and leased for
+   * attempt 1. A key already stored for the organization inserts nothing
+   * (unique `messages_send_key`; a racing duplicate waits on the index entry
+   * and then skips), so answers only the rows this statement created.
+   * A (channel, contact) pair may appear only once (`sendRounds` splits).
+   */
+  async storeTemplates(
+    q: Queryable,
+    inputs: TemplateInput[],
+    openedEvent: (conversation: Pick<ConversationRow, "id" | "organization_id" | "channel_id" | "contact_id" | "phone">) => OutboxMessage,
+  ): Promise<MessageRow[]> {
+    if (inputs.length === 0) return [];
+    const conversationIds = inputs.map(() => newId("conversation"));
+    const events = inputs.map((m, k) =>
+      openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
+    );
+    return run<MessageRow>(
+      q,
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::int[],
+                              $11::text[], $12::text[], $13::text[])
+           AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, send_key, template_job_id, template_payload, lease_ms, msg_id, subject, payload)
+       ), conv AS (
+         INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
+         SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
+                date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+         FROM input ORDER BY channel_id, contact_id
+         ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
+         DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+         RETURNING id, channel_id, contact_id, (xmax = 0) AS opened
+       ), msg AS (
+         INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, status, attempts, lease_until,
+           send_key, template_job_id, template_payload)
+         SELECT i.id, i.organization_id, i.channel_id, conv.id, i.contact_id, i.phone, 'outbound', 'template', 'pending', 1,
+                clock_timestamp() + i.lease_ms * interval '1 millisecond', i.send_key, i.template_job_id, i.template_payload
+         FROM input i JOIN conv ON conv.channel_id = i.channel_id AND conv.contact_id = i.contact_id
+         ORDER BY i.send_key
+         ON CONFLICT (organization_id, send_key) WHERE send_key IS NOT NULL DO NOTHING
+         RETURNING *
+       ), evt AS (
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+         SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
+         RETURNING 1
+       )
+       SELECT * FROM msg`,
+      [
+        conversationIds,
+        inputs.map((m) => m.organizationId),
+        inputs.map((m) => m.channelId),
+        inputs.map((m) => m.contactId),
+        inputs.map((m) => m.phone),
+        inputs.map((m) => m.id),
+        inputs.map((m) => m.sendKey),
+        inputs.map((m) => m.templateJobId),
+        inputs.map((m) => JSON.stringify(m.payload)),
+        inputs.map((m) => m.leaseMs),
+        events.map((e) => e.msgId),
+        events.map((e) => e.subject),
+        events.map((e) => JSON.stringify(e.payload)),
+      ],
+    );
+  },
+
+  /** The organization's messages stored under these send keys. */
+  async findBySendKeys(q: Queryable, organizationId: string, keys: string[]): Promise<MessageRow[]> {
+    if (keys.length === 0) return [];
+    return run(q, `SELECT * FROM ${SCHEMA}.messages WHERE organization_id = $1 AND send_key = ANY($2::text[])`, [organizationId, keys]);
+  },
+
   /**
    * One write of the send path for many concurrent requests, in ONE statement
    * (one round trip, one commit, all or nothing):

@@ -1,0 +1,205 @@
+import { RpcCallError } from "@platform/bus";
+import { CONTACTS_RPC, RPC, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
+import { sqlState } from "@platform/db";
+import { newId } from "@platform/id";
+import { sleep } from "@platform/runtime";
+import type { MessagingContext } from "../context";
+import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
+import { messagesRepository, sendRounds, type MessageRow, type TemplateInput } from "../db/repositories/messages.repository";
+import type { TemplatePayload } from "../db/entities/message.entity";
+import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
+import { conversationEvent } from "./events";
+import { reserveBulkPacingSlots } from "./pacing";
+
+/** Bus calls to the contacts service of one batch. */
+const CONTACTS_TIMEOUT_MS = 3_000;
+const DEADLOCK_DETECTED = "40P01";
+
+/**
+ * How long a batch waits for pacing slots in all. Sends still without a slot
+ * then are handed to the background worker (`pending`), so the answer comes
+ * within this budget plus one provider call (PROVIDER_TIMEOUT_MS). The batch
+ * is sized by the requester to about 200 ms of the channel's rate, so this
+ * budget is only reached when single sends or a 130429 slow-down take the
+ * channel's budget.
+ */
+export const TEMPLATE_BATCH_PACING_BUDGET_MS = MAX_PACING_WAIT_MS;
+
+const unavailable = (what: string) => new RpcCallError("SERVICE_UNAVAILABLE", `${what} is unavailable; nothing was stored; retry later`, true);
+
+/** The current outcome of a stored template message (a repeated key answers this, without calling the provider). */
+export function outcomeOf(key: string, m: MessageRow): TemplateSendOutcome {
+  switch (m.status) {
+    case "sent":
+    case "delivered":
+    case "read":
+      return { key, outcome: "sent", messageId: m.id, providerMessageId: m.provider_message_id };
+    case "failed":
+      return {
+        key,
+        outcome: "failed",
+        messageId: m.id,
+        providerMessageId: m.provider_message_id,
+        error: { code: m.error_code ?? "unknown", title: m.error_title ?? "Message failed" },
+      };
+    default:
+      return { key, outcome: "pending", messageId: m.id, providerMessageId: m.provider_message_id };
+  }
+}
+
+function outcomeOfAttempt(key: string, stored: MessageRow, outcome: AttemptOutcome): TemplateSendOutcome {
+  switch (outcome.kind) {
+    case "sent":
+    case "failed":
+      return outcomeOf(key, outcome.message);
+    case "retry":
+      return { key, outcome: "pending", messageId: stored.id, providerMessageId: null };
+    case "settled":
+      return outcome.message ? outcomeOf(key, outcome.message) : { key, outcome: "pending", messageId: stored.id, providerMessageId: null };
+  }
+}
+
+/**
+ * rpc.messaging.template.send.v1: one batch of one job's template sends on one
+ * channel. Keys already stored answer their message's current outcome; the
+ * new ones go through ONE opt-out check, ONE contacts request and ONE store
+ * statement (unique send key: a racing duplicate stores and sends nothing),
+ * then take bulk pacing slots (yielding to single sends) and are sent, each
+ * with our message id as `biz_opaque_callback_data`. Transient failures stay
+ * `pending` for the background worker.
+ */
+export async function sendTemplates(ctx: MessagingContext, req: TemplateSendRequest): Promise<TemplateSendResponse> {
+  const { organizationId } = req;
+  const channel = await channelsRepository.findById(ctx.db, organizationId, req.messagingChannelId);
+  if (!channel) throw new RpcCallError("CHANNEL_NOT_FOUND", "Messaging channel not found", false);
+  if (!channel.connected) throw new RpcCallError("PROVIDER_NOT_CONNECTED", "The channel's provider connection is off", false);
+
+  const results = new Map<string, TemplateSendOutcome>();
+  // One send per key (a key repeated inside the batch is the same send).
+  const sends = [...new Map(req.sends.map((s) => [s.key, s])).values()];
+  for (const m of await messagesRepository.findBySendKeys(ctx.db, organizationId, sends.map((s) => s.key))) {
+    results.set(m.send_key!, outcomeOf(m.send_key!, m));
+  }
+  let fresh = sends.filter((s) => !results.has(s.key));
+
+  if (fresh.length > 0) {
+    // Right before storing, so an opt-out set before this check is never sent (read-your-writes).
+    let optedOut: Set<string>;
+    try {
+      const answer = await ctx.bus.request(
+        RPC.checkOptOuts,
+        { organizationId, messagingChannelId: channel.id, phones: [...new Set(fresh.map((s) => s.phone))] },
+        { timeoutMs: CONTACTS_TIMEOUT_MS },
+      );
+      optedOut = new Set(answer.optedOut);
+    } catch {
+      throw unavailable("The opt-out check");
+    }
+    for (const s of fresh) if (optedOut.has(s.phone)) results.set(s.key, { key: s.key, outcome: "opted_out", messageId: null, providerMessageId: null });
+    fresh = fresh.filter((s) => !optedOut.has(s.phone));
+  }
+
+  if (fresh.length > 0) {
+    const phones = [...new Set(fresh.map((s) => s.phone))];
+    const contactIds = new Map<string, string>();
+    try {
+      const answer = await ctx.bus.request(CONTACTS_RPC.resolveContacts, { organizationId, phones }, { timeoutMs: CONTACTS_TIMEOUT_MS });
+      phones.forEach((p, i) => contactIds.set(p, answer.contactIds[i]));
+    } catch {
+      throw unavailable("The contacts service");
+    }
+    const common = { template: req.template, headerMedia: req.headerMedia };
+    const inputs: TemplateInput[] = fresh.map((s) => ({
+      id: newId("message"),
+      organizationId,
+      channelId: channel.id,
+      contactId: contactIds.get(s.phone)!,
+      phone: s.phone,
+      sendKey: s.key,
+      templateJobId: req.templateJobId,
+      payload: { ...common, bodyParameters: s.bodyParameters, buttonParameters: s.buttonParameters } satisfies TemplatePayload,
+      leaseMs: leaseMs(ctx.env.PROVIDER_TIMEOUT_MS),
+    }));
+
+    const stored: Array<{ key: string; message: MessageRow }> = [];
+    for (const round of sendRounds(inputs)) {
+      for (const m of await storeRound(ctx, round)) stored.push({ key: m.send_key!, message: m });
+    }
+    // Keys a concurrent identical request stored first: answer that message as it stands.
+    const storedKeys = new Set(stored.map((s) => s.key));
+    const lost = fresh.filter((s) => !storedKeys.has(s.key)).map((s) => s.key);
+    for (const m of await messagesRepository.findBySendKeys(ctx.db, organizationId, lost)) results.set(m.send_key!, outcomeOf(m.send_key!, m));
+
+    for (const r of await sendPaced(ctx, channel, stored)) results.set(r.key, r);
+  }
+
+  return {
+    results: req.sends.map(
+      (s) => results.get(s.key) ?? { key: s.key, outcome: "pending", messageId: null, providerMessageId: null },
+    ),
+  };
+}
+
+/** One store statement; a deadlock with an inbound batch touching the same conversations rolled it back whole, so it runs again. */
+async function storeRound(ctx: MessagingContext, round: TemplateInput[]): Promise<MessageRow[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await messagesRepository.storeTemplates(ctx.db, round, (c) => conversationEvent(c, "conversation.opened"));
+    } catch (err) {
+      if (sqlState(err) !== DEADLOCK_DETECTED || attempt >= 3) throw err;
+    }
+  }
+}
+
+/**
+ * Takes bulk pacing slots for the stored messages, in order, and sends each
+ * at its slot. Slots come at most BULK_HORIZON_MS ahead, so the loop asks
+ * again as the horizon frees up; what has no slot within the batch's budget
+ * is handed to the background worker and answered `pending`.
+ */
+async function sendPaced(
+  ctx: MessagingContext,
+  channel: ChannelRow,
+  stored: Array<{ key: string; message: MessageRow }>,
+): Promise<TemplateSendOutcome[]> {
+  const deadline = Date.now() + TEMPLATE_BATCH_PACING_BUDGET_MS;
+  const sends: Array<Promise<TemplateSendOutcome>> = [];
+  let rest = stored;
+  while (rest.length > 0) {
+    const before = Date.now();
+    const r = await reserveBulkPacingSlots(ctx.db, channel.id, rest.length);
+    const elapsed = Date.now() - before;
+    const granted = r ? rest.slice(0, r.granted) : rest;
+    rest = r ? rest.slice(r.granted) : [];
+    granted.forEach(({ key, message }, i) => {
+      const paceWaitMs = r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0;
+      sends.push(
+        attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs }).then(
+          (outcome) => outcomeOfAttempt(key, message, outcome),
+          (err: Error) => {
+            // Stored and leased: the stalled-send sweep hands it to the worker once the lease ends.
+            ctx.log.error({ messageId: message.id, err: err.message }, "template send attempt failed unexpectedly; left to the retry worker");
+            return { key, outcome: "pending", messageId: message.id, providerMessageId: null } as const;
+          },
+        ),
+      );
+    });
+    if (rest.length === 0 || !r) break;
+    if (Date.now() + r.retryInMs > deadline) {
+      sends.push(...rest.map(({ key, message }) => handOver(ctx, key, message)));
+      break;
+    }
+    await sleep(r.retryInMs);
+  }
+  return Promise.all(sends);
+}
+
+/** No slot within the budget: the worker sends it (its next attempt is due at once). */
+async function handOver(ctx: MessagingContext, key: string, message: MessageRow): Promise<TemplateSendOutcome> {
+  try {
+    await deferToWorker(ctx, message, 0);
+  } catch (err) {
+    ctx.log.error({ messageId: message.id, err: (err as Error).message }, "template send hand-over failed; left to the stalled-send sweep");
+  }
+  return { key, outcome: "pending", messageId: message.id, providerMessageId: null };
+}
