@@ -30,65 +30,107 @@ export interface RunOptions {
 
 /**
  * Runs one job this replica holds the lease of, until it is done, paused,
- * cancelled, failed, or the lease is lost. Each round: renew the lease (and
- * see the job's status), claim a batch of recipients (`pending` → `sending`
- * in one statement; rows left `sending` by a crash come first, with the same
- * keys), ask messaging to send them, record the outcomes in one transaction.
+ * cancelled, failed, or the lease is lost. Rows a crashed run left `sending`
+ * go first, with the same keys; then each round renews the lease (and sees
+ * the job's status), claims a batch (`pending` → `sending`, one statement),
+ * asks messaging to send it (again and again with the same keys until it
+ * answers), and records the outcomes in one transaction.
  * docs/adr/0006-template-jobs-exactly-once.md.
  */
 export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: RunOptions): Promise<void> {
-  let job: JobRow | null = claimed;
-  let failures = 0;
+  const jobId = claimed.id;
   try {
-    const template = await templateById(ctx.db, job.template_id);
+    const template = await templateById(ctx.db, claimed.template_id);
     if (!template) {
-      await jobsRepository.setStatus(ctx.db, job.id, ["running"], "failed", "template missing");
+      await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", "template missing");
       return;
     }
-    if (!job.opt_outs_checked) await skipOptedOut(ctx, job);
-    const batchSize = job.throttle_per_hour ? 1 : await batchSizeOf(ctx, job);
-    while (!opts.isStopping()) {
-      job = await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs);
-      if (!job) return;
-      const status = (await templateById(ctx.db, job.template_id))?.status ?? "disabled";
-      if (status !== "approved") {
-        if (status === "rejected" || status === "disabled") await jobsRepository.setStatus(ctx.db, job.id, ["running"], "failed", `template ${status}`);
-        else await jobsRepository.setStatus(ctx.db, job.id, ["running"], "paused");
-        return;
-      }
-      const rows = await jobsRepository.claimRecipients(ctx.db, job.id, batchSize);
-      if (rows.length === 0) {
-        if (!(await jobsRepository.completeIfDone(ctx.db, job.id))) {
-          await jobsRepository.release(ctx.db, job.id, opts.owner, WAITING_RECHECK_MS);
+    if (!claimed.opt_outs_checked) await skipOptedOut(ctx, claimed);
+    const throttled = claimed.throttle_per_hour !== null;
+    const batchSize = throttled ? 1 : await batchSizeOf(ctx, claimed);
+    const run = { ctx, opts, template, batchSize, stopped: false };
+
+    // Recovery first: recipients a previous run left `sending` go again, with the same keys, before anything new.
+    const leftover = await jobsRepository.sendingSeqs(ctx.db, jobId);
+    for (let i = 0; i < leftover.length && !run.stopped; i += batchSize) {
+      const rows = await jobsRepository.recipientsBySeq(ctx.db, jobId, leftover.slice(i, i + batchSize));
+      await round(run, jobId, rows);
+    }
+    // Then pending recipients, with up to PIPELINE batches in flight (one when throttled: the slots are sequential).
+    const lanes = throttled ? 1 : PIPELINE;
+    await Promise.all(
+      Array.from({ length: lanes }, async () => {
+        while (!run.stopped) {
+          if (!(await round(run, jobId, null))) break;
         }
-        return;
-      }
-      if (job.throttle_per_hour) {
-        if (!(await waitForSlot(ctx, job, rows[0], opts))) return;
-      }
-      try {
-        const results = await sendBatch(ctx, job, template, rows);
-        await record(ctx, job.id, rows, results);
-        failures = 0;
-      } catch (err) {
-        if (err instanceof RpcCallError && !err.retryable) {
-          // Messaging refused the batch itself (not one send): sending it again cannot succeed.
-          ctx.log.error({ jobId: job.id, code: err.code, err: err.message }, "template send batch refused");
-          await jobsRepository.recordOutcomes(
-            ctx.db,
-            job.id,
-            rows.map((r) => ({ seq: r.seq, state: "failed" as const, messageId: null, errorCode: err.code })),
-          );
-          continue;
-        }
-        // Unknown outcome (timeout, messaging or Postgres down): the rows stay `sending` and go again with the same keys.
-        failures++;
-        ctx.log.warn({ jobId: job.id, failures, err: (err as Error).message }, "template send batch failed, will retry");
-        await sleep(Math.min(30_000, 250 * 2 ** Math.min(failures, 7)));
-      }
+      }),
+    );
+    if (!run.stopped && !(await jobsRepository.completeIfDone(ctx.db, jobId))) {
+      // Only `waiting` recipients are left (messaging retries them; their events finish the job), or a lane stopped early.
+      await jobsRepository.release(ctx.db, jobId, opts.owner, WAITING_RECHECK_MS);
     }
   } finally {
-    if (job) await jobsRepository.release(ctx.db, job.id, opts.owner, null).catch(() => undefined);
+    await jobsRepository.release(ctx.db, jobId, opts.owner, null).catch(() => undefined);
+  }
+}
+
+/** Batches in flight per job: the next batch is claimed and stored while the previous one is being paced and sent. */
+const PIPELINE = 2;
+
+interface Run {
+  ctx: TemplateJobsContext;
+  opts: RunOptions;
+  template: TemplateRow;
+  batchSize: number;
+  stopped: boolean;
+}
+
+/**
+ * One round: renew the lease (and see the job's and the template's status),
+ * claim a batch (or take the given rows), send it until messaging answers,
+ * record the outcomes. False when there was nothing left to claim or the
+ * job must stop.
+ */
+async function round(run: Run, jobId: string, given: RecipientRow[] | null): Promise<boolean> {
+  const { ctx, opts } = run;
+  const job = await jobsRepository.renew(ctx.db, jobId, opts.owner, opts.leaseMs);
+  if (!job || opts.isStopping()) {
+    run.stopped = true;
+    return false;
+  }
+  const status = (await templateById(ctx.db, job.template_id))?.status ?? "disabled";
+  if (status !== "approved") {
+    if (status === "rejected" || status === "disabled") await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", `template ${status}`);
+    else await jobsRepository.setStatus(ctx.db, jobId, ["running"], "paused");
+    run.stopped = true;
+    return false;
+  }
+  const rows = (given ?? (await jobsRepository.claimRecipients(ctx.db, jobId, run.batchSize))).sort((a, b) => a.seq - b.seq);
+  if (rows.length === 0) return false;
+  if (job.throttle_per_hour !== null && !(await waitForSlot(ctx, job, rows[0], opts))) {
+    run.stopped = true;
+    return false;
+  }
+  for (let failures = 0; ; failures++) {
+    try {
+      const results = await sendBatch(ctx, job, run.template, rows);
+      await record(ctx, jobId, rows, results);
+      return true;
+    } catch (err) {
+      if (err instanceof RpcCallError && !err.retryable) {
+        // Messaging refused the batch itself (not one send): sending it again cannot succeed.
+        ctx.log.error({ jobId, code: err.code, err: err.message }, "template send batch refused");
+        await jobsRepository.recordOutcomes(ctx.db, jobId, rows.map((r) => ({ seq: r.seq, state: "failed" as const, messageId: null, errorCode: err.code })));
+        return true;
+      }
+      // Unknown outcome (timeout, messaging or Postgres down): the rows stay `sending` and go again with the same keys.
+      ctx.log.warn({ jobId, failures, err: (err as Error).message }, "template send batch failed, will retry");
+      await sleep(Math.min(10_000, 200 * 2 ** Math.min(failures, 6)));
+      if (opts.isStopping() || !(await jobsRepository.renew(ctx.db, jobId, opts.owner, opts.leaseMs).catch(() => null))) {
+        run.stopped = true;
+        return false;
+      }
+    }
   }
 }
 
@@ -113,7 +155,7 @@ async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void
   await jobsRepository.markOptOutsChecked(ctx.db, job.id);
 }
 
-/** About one second of the channel's rate per batch (messaging paces it), at most SEND_BATCH_MAX. */
+/** About 200 ms of the channel's rate per batch (what messaging's bulk pacing expects), at most SEND_BATCH_MAX. */
 async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<number> {
   try {
     const { channel } = await ctx.bus.request(
@@ -121,9 +163,9 @@ async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<numbe
       { organizationId: job.organization_id, channelId: job.messaging_channel_id },
       { timeoutMs: ctx.env.RPC_TIMEOUT_MS },
     );
-    return Math.max(1, Math.min(ctx.env.SEND_BATCH_MAX, channel?.messagesPerSecond ?? 50));
+    return Math.max(1, Math.min(ctx.env.SEND_BATCH_MAX, Math.ceil((channel?.messagesPerSecond ?? 50) / 5)));
   } catch {
-    return Math.min(ctx.env.SEND_BATCH_MAX, 50);
+    return Math.min(ctx.env.SEND_BATCH_MAX, 10);
   }
 }
 

@@ -201,6 +201,10 @@ export async function startHarness(label = "tj"): Promise<Harness> {
   const replicas: Array<RunningService<any>> = [];
   const startReplica = async (extra: Record<string, string> = {}) => {
     const r = await startService(definition, env.serviceEnv({ ...SERVICE_ENV, ...extra }), { exitOnConfigError: false });
+    // Stopping twice (a test, then the harness) stops once.
+    let stopped: Promise<void> | undefined;
+    const stop = r.stop;
+    r.stop = () => (stopped ??= stop());
     replicas.push(r);
     return r;
   };
@@ -301,11 +305,17 @@ export async function optOut(h: Harness, organizationId: string, channelId: stri
   if (res.status !== 200) throw new Error(`opt-out: ${res.status} ${JSON.stringify(res.body)}`);
 }
 
-/** Provider sends to one number so far: the stand-in's count, or the simulator's recorded requests with the real messaging. */
+/** Provider sends to one number so far: the stand-in's count, or the simulator's accepted requests with the real messaging. */
 export function sendsTo(h: Harness, phone: string): number {
   if (h.standIn) return h.standIn.sendsByPhone.get(phone) ?? 0;
   const digits = toProviderDigits(phone);
-  return h.sim.requests.filter((r) => (r.body as { to?: string; type?: string })?.to === digits && (r.body as { type?: string }).type === "template").length;
+  return templateRequestsTo(h, phone).filter((r) => r.responseStatus === 200).length;
+}
+
+/** Template requests the simulator recorded for one number (accepted or not). */
+export function templateRequestsTo(h: Harness, phone: string) {
+  const digits = toProviderDigits(phone);
+  return h.sim.requests.filter((r) => (r.body as { to?: string; type?: string })?.to === digits && (r.body as { type?: string }).type === "template");
 }
 
 export async function getJob(h: Harness, organizationId: string, jobId: string) {

@@ -184,21 +184,29 @@ export const jobsRepository = {
     await run(q, `UPDATE ${SCHEMA}.jobs SET opt_outs_checked = true WHERE id = $1`, [jobId]);
   },
 
-  /**
-   * Claims the next recipients to send: those left `sending` by an earlier
-   * attempt first (they are sent again with the same keys), then `pending`
-   * ones, moved to `sending` in this statement's transaction.
-   */
+  /** Claims the next `pending` recipients (→ `sending`) in one statement; concurrent claims skip each other's rows. */
   async claimRecipients(q: Queryable, jobId: string, limit: number): Promise<RecipientRow[]> {
     return run<RecipientRow>(
       q,
-      `UPDATE ${SCHEMA}.job_recipients r SET state = 'sending', attempts = r.attempts + 1, updated_at = now()
-       FROM (SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state IN ('sending', 'pending')
-             ORDER BY (state = 'sending') DESC, seq LIMIT $2 FOR UPDATE) c
-       WHERE r.job_id = $1 AND r.seq = c.seq
+      // MATERIALIZED: the locking subquery runs once (a rescan in a nested loop would lock, and claim, more rows).
+      `WITH c AS MATERIALIZED (
+         SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'pending'
+         ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+       UPDATE ${SCHEMA}.job_recipients r SET state = 'sending', attempts = r.attempts + 1, updated_at = now()
+       FROM c WHERE r.job_id = $1 AND r.seq = c.seq
        RETURNING r.*`,
       [jobId, limit],
     );
+  },
+
+  /** Recipients an earlier run left `sending` (its outcome unknown): sent again with the same keys. */
+  async sendingSeqs(q: Queryable, jobId: string): Promise<number[]> {
+    const rows = await run<{ seq: number }>(q, `SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'sending' ORDER BY seq`, [jobId]);
+    return rows.map((r) => r.seq);
+  },
+
+  async recipientsBySeq(q: Queryable, jobId: string, seqs: number[]): Promise<RecipientRow[]> {
+    return run<RecipientRow>(q, `SELECT * FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND seq = ANY($2::int[]) ORDER BY seq`, [jobId, seqs]);
   },
 
   async setSlot(q: Queryable, jobId: string, seq: number, slotAt: Date, nextSlotAt: Date): Promise<void> {
