@@ -26,6 +26,44 @@ export interface MessagingContext {
   optOuts: OptOutChecker;
   /** Concurrent sends' stores (with pacing slots) and sent marks: one statement and one commit per batch. */
   writes: SendWrites;
+  /** Provider acceptances still being recorded because the database refused their sent mark. */
+  accepted: AcceptedSends;
+}
+
+/**
+ * Provider acceptances whose `sent` mark the database refused (a restart, a
+ * dropped connection): the provider's answer is kept here and recorded again
+ * until the database is back. While a message is here, this process's retry
+ * worker never calls the provider for it: a message the provider accepted is
+ * not sent again because our own write failed. (Only the death of the process
+ * in that window loses the answer; see the README.)
+ */
+export class AcceptedSends {
+  private readonly recording = new Map<string, Promise<void>>();
+  /** Set at shutdown: the recording loops give up (the stalled-send sweep of a live replica takes over). */
+  stopped = false;
+
+  has(messageId: string): boolean {
+    return this.recording.has(messageId);
+  }
+
+  get size(): number {
+    return this.recording.size;
+  }
+
+  keep(messageId: string, recording: Promise<void>): void {
+    const tracked = recording.finally(() => this.recording.delete(messageId));
+    this.recording.set(messageId, tracked);
+  }
+
+  /** Shutdown: lets the recordings in progress finish, for at most `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    if (this.recording.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.recording.values()]), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
+  }
 }
 
 /**

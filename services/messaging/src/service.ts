@@ -4,10 +4,11 @@ import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consume
 import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
 import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
 import { serveTemplateSend } from "./bus/responders/rpc.messaging.template.send";
-import { ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
+import { AcceptedSends, ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { TemplateSends1764000000000 } from "./db/migrations/1764000000000-TemplateSends";
+import { AdaptivePacing1764000001000 } from "./db/migrations/1764000001000-AdaptivePacing";
 import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
@@ -27,7 +28,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
     contexts.set(deps, ctx);
   }
   return ctx;
@@ -38,7 +39,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000, TemplateSends1764000000000],
+  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {
@@ -50,10 +51,21 @@ export const definition: ServiceDefinition<typeof envShape> = {
     await consumeProviderInbound(ctx);
     await consumeSendWork(ctx);
     const stopSweeper = startSweeper(ctx);
-    return [() => ctx.provider.close(), stopSweeper];
+    return [() => ctx.provider.close(), stopSweeper, () => ctx.accepted.drain(5_000)];
   },
 };
 
 export { envShape } from "./env";
 /** Per-channel pacing, shared with template jobs (docs/adr/0003-channel-pacing.md). */
-export { BULK_HORIZON_MS, ChannelPacer, reserveBulkPacingSlots, reservePacingSlot, reservePacingSlots, slowDownChannel, takePacingToken } from "./use-cases/pacing";
+export {
+  ADAPTIVE_PACING,
+  BULK_HORIZON_MS,
+  ChannelPacer,
+  channelPacingRate,
+  reserveBulkPacingSlots,
+  reservePacingSlot,
+  reservePacingSlots,
+  slowDownChannel,
+  takePacingToken,
+} from "./use-cases/pacing";
+export { THROTTLED_RETRY_MAX_MS, transientRetryDelayMs } from "./use-cases/deliver";

@@ -5,12 +5,21 @@ import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
-import { reserveBulkPacingSlots, slowDownChannel } from "./pacing";
+import { BULK_HORIZON_MS, reserveBulkPacingSlots, slowDownChannel } from "./pacing";
 import { sleep } from "@platform/runtime";
 
 /** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
 export const RETRY_FOR_MS = 24 * 3_600_000;
+/**
+ * After a 130429 the backoff stops growing at this: the channel's adaptive
+ * rate (ADR 0003) already spaces the sends, and a long backoff only keeps a
+ * channel that is healthy again idle (it took 48 s after 10 s of 130429).
+ */
+export const THROTTLED_RETRY_MAX_MS = 2_000;
 export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+/** The delay before the next attempt after a transient failure with provider code `code`. */
+export const transientRetryDelayMs = (attempt: number, code: string) =>
+  code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
 
 /** A request waits at most this long for its pacing slot; beyond it the send goes to the background worker. */
 export const MAX_PACING_WAIT_MS = 2_000;
@@ -32,6 +41,51 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
     msgId: `send:${message.id}:${attempt}`,
     payload: { messageId: message.id, organizationId: message.organization_id },
   };
+}
+
+/** Between two tries of recording an accepted send while the database refuses it. */
+export const RECORD_RETRY_MS = { first: 100, max: 1_000 };
+
+/**
+ * The provider accepted attempt `attempt`: `sent` with its event, or, when a
+ * status callback or another sender settled the message meanwhile, just the
+ * provider id. If the database refuses the write, the answer is kept
+ * (`ctx.accepted`) and recorded again until the database is back, and the
+ * caller is told `sent` at once: calling the provider again would send the
+ * message twice.
+ */
+async function recordAccepted(ctx: MessagingContext, message: MessageRow, attempt: number, providerMessageId: string): Promise<AttemptOutcome> {
+  const sent: MessageRow = { ...message, status: "sent", provider_message_id: providerMessageId, error_code: null, error_title: null };
+  const record = async (): Promise<AttemptOutcome> => {
+    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId, event: messageStatusEvent(sent, "sent") })) {
+      return { kind: "sent", message: sent };
+    }
+    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, providerMessageId) };
+  };
+  try {
+    return await record();
+  } catch (err) {
+    ctx.log.error(
+      { messageId: message.id, attempt, providerMessageId, err: (err as Error).message },
+      "provider accepted the send but recording it failed; recording again until the database is back",
+    );
+    ctx.accepted.keep(
+      message.id,
+      (async () => {
+        for (let delay = RECORD_RETRY_MS.first; !ctx.accepted.stopped; delay = Math.min(RECORD_RETRY_MS.max, delay * 2)) {
+          await sleep(delay);
+          try {
+            await record();
+            ctx.log.info({ messageId: message.id, attempt, providerMessageId }, "accepted send recorded after the database came back");
+            return;
+          } catch {
+            // still down: keep the answer and try again
+          }
+        }
+      })(),
+    );
+    return { kind: "sent", message: sent };
+  }
 }
 
 const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
@@ -73,17 +127,16 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
-  // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now:
-  // a template message as bulk (it yields to single sends, ADR 0003), anything else as a single send.
+  // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now,
+  // only if it comes within its horizon: a template message within the bulk horizon (it yields to single sends), a text
+  // within the 2 s a send may wait. Otherwise nothing is reserved and the message comes back when there is room, so
+  // retries of a backed-up channel (after 130429) never book slots they cannot use and push everyone else out.
   let waitMs = opts.paceWaitMs;
-  if (waitMs === undefined && isTemplate(message)) {
-    const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1);
-    if (r && r.granted === 0) {
-      return recordTransient(ctx, message, attempt, PACED, opts, r.retryInMs);
-    }
+  if (waitMs === undefined) {
+    const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1, isTemplate(message) ? BULK_HORIZON_MS : MAX_PACING_WAIT_MS);
+    if (r && r.granted === 0) return recordTransient(ctx, message, attempt, PACED, opts, r.retryInMs);
     waitMs = r?.firstInMs ?? 0;
   }
-  waitMs ??= await ctx.pacer.reserve(channel.id);
   if (waitMs > MAX_PACING_WAIT_MS) {
     return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
@@ -91,13 +144,7 @@ export async function attemptSend(
 
   const result = await callProvider(ctx, channel, message);
 
-  if (result.ok) {
-    const sent: MessageRow = { ...message, status: "sent", provider_message_id: result.providerMessageId, error_code: null, error_title: null };
-    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId: result.providerMessageId, event: messageStatusEvent(sent, "sent") })) {
-      return { kind: "sent", message: sent };
-    }
-    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, result.providerMessageId) };
-  }
+  if (result.ok) return recordAccepted(ctx, message, attempt, result.providerMessageId);
   if (result.kind === "permanent") {
     return ctx.db.transaction(async (tx) => {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, { code: result.code, title: result.title });
@@ -107,7 +154,7 @@ export async function attemptSend(
     });
   }
   if (result.code === THROUGHPUT_ERROR_CODE) {
-    // The halved rate applies from the pacer's next round trip on.
+    // The decreased rate applies from the channel's next reservation on (ADR 0003, adaptive rate).
     await slowDownChannel(ctx.db, channel.id);
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
@@ -129,7 +176,7 @@ async function recordTransient(
 ): Promise<AttemptOutcome> {
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
   // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
-  const delayMs = pacedDelayMs ?? retryDelayMs(attempt);
+  const delayMs = pacedDelayMs ?? transientRetryDelayMs(attempt, error.code);
   return ctx.db.transaction(async (tx) => {
     if (giveUp) {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);
@@ -151,6 +198,8 @@ async function recordTransient(
  * failure naks the item with the backoff delay.
  */
 export async function processSendWork(ctx: MessagingContext, messageId: string): Promise<void> {
+  // The provider accepted it and this process is still recording that: never send it again.
+  if (ctx.accepted.has(messageId)) return;
   const decision = await ctx.db.transaction(async (tx) => {
     const row = await messagesRepository.lockById(tx, messageId);
     if (!row || row.direction !== "outbound" || row.status !== "pending") return { kind: "done" } as const;

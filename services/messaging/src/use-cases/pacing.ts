@@ -1,14 +1,15 @@
 import { Batcher, sleep } from "@platform/runtime";
+import { ADAPTIVE_PACING, currentRateSql } from "../db/repositories/pacing-rate";
 import { run, runPrepared, SCHEMA, type Queryable } from "../db/repositories/queryable";
 
-/** How long a `130429` answer halves the channel's rate. */
-export const SLOWDOWN_MS = 60_000;
+export { ADAPTIVE_PACING } from "../db/repositories/pacing-rate";
 
 /**
  * Per-channel pacing shared by every replica and by template jobs
  * (docs/adr/0003-channel-pacing.md): GCRA in one SQL statement on one row per
  * channel. A reservation of `n` slots takes the next `n` emission intervals
- * (1 / messagesPerSecond each, doubled while the channel is slowed down)
+ * (1 / the channel's current rate each: messagesPerSecond, or less for a
+ * while after a 130429, see `slowDownChannel`)
  * from `max(tat, now)` and moves `tat` past them. No burst tolerance: the
  * provider's limit is per second, and the slots are exactly that.
  *
@@ -20,10 +21,10 @@ export async function reservePacingSlots(q: Queryable, channelId: string, n = 1)
     "reservePacingSlots",
     `WITH t AS (SELECT clock_timestamp() AS now)
      UPDATE ${SCHEMA}.channel_pacing p
-     SET tat = greatest(p.tat, t.now) + $2 * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'
+     SET tat = greatest(p.tat, t.now) + $2 * (1.0 / ${currentRateSql("p", "t.now")}) * interval '1 second'
      FROM t WHERE p.channel_id = $1
      RETURNING (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
-       (CASE WHEN p.slowed_until > t.now THEN 2000.0 ELSE 1000.0 END / p.messages_per_second)::float8 AS interval_ms`,
+       (1000.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_ms`,
     [channelId, n],
   );
   if (!rows[0]) return undefined;
@@ -62,7 +63,7 @@ export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n:
     `WITH t AS (SELECT clock_timestamp() AS now
      ), cur AS (
        SELECT p.channel_id, t.now, greatest(p.tat, t.now) AS start,
-         (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second)::float8 AS interval_s
+         (1.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_s
        FROM ${SCHEMA}.channel_pacing p, t WHERE p.channel_id = $1 FOR UPDATE OF p
      ), k AS (
        SELECT cur.*, least($2::int, greatest(0, floor(($3::float8 / 1000 - extract(epoch FROM (start - now))) / interval_s)::int + 1)) AS k FROM cur
@@ -95,15 +96,52 @@ export async function takePacingToken(q: Queryable, channelId: string): Promise<
   if (waitMs > 0) await sleep(waitMs);
 }
 
-/** The provider said "too fast" (130429): halve the channel's rate for a while, and push its next slot out a little. */
-export async function slowDownChannel(q: Queryable, channelId: string): Promise<void> {
-  await run(
+/**
+ * The provider said "too fast" (130429): multiplicative decrease of the
+ * channel's rate (halved, not below `floorShare` of messagesPerSecond) and a
+ * short pause, at most once per `decreaseCooldownMs` (the sends already in
+ * flight at the old rate answer 130429 too: one signal, one decrease). The
+ * rate then climbs back additively (`increaseSharePerSecond` of
+ * messagesPerSecond per second) while no 130429 comes, up to messagesPerSecond.
+ * Answers whether this call decreased the rate, and the rate right after.
+ */
+export async function slowDownChannel(q: Queryable, channelId: string): Promise<{ decreased: boolean; rate: number } | undefined> {
+  const a = ADAPTIVE_PACING;
+  const cooling = `(p.decreased_at IS NOT NULL AND p.decreased_at > t.now - ${a.decreaseCooldownMs} * interval '1 millisecond')`;
+  const lowered = `greatest(p.messages_per_second * ${a.floorShare}, ${currentRateSql("p", "t.now")} * ${a.decreaseFactor})`;
+  const rows = await run<{ decreased: boolean; rate: number }>(
     q,
-    `UPDATE ${SCHEMA}.channel_pacing SET slowed_until = clock_timestamp() + $2 * interval '1 millisecond',
-       tat = greatest(tat, clock_timestamp()) + interval '1 second' / messages_per_second * 10
-     WHERE channel_id = $1`,
-    [channelId, SLOWDOWN_MS],
+    `WITH t AS (SELECT clock_timestamp() AS now)
+     UPDATE ${SCHEMA}.channel_pacing p SET
+       rate = CASE WHEN ${cooling} THEN p.rate ELSE ${lowered} END,
+       decreased_at = CASE WHEN ${cooling} THEN p.decreased_at ELSE t.now END,
+       tat = CASE WHEN ${cooling} THEN p.tat
+                  ELSE greatest(p.tat, t.now) + least(${a.pauseMs / 1000}, 10.0 / ${lowered}) * interval '1 second' END
+     FROM t WHERE p.channel_id = $1
+     RETURNING (p.decreased_at = t.now) AS decreased, p.rate::float8 AS rate`,
+    [channelId],
   );
+  return rows[0];
+}
+
+/**
+ * The channel's pacing rate (messages per second) at `at` (default: now, by
+ * the database's clock), with its configured maximum: what the next
+ * reservation's interval is computed from.
+ */
+export async function channelPacingRate(
+  q: Queryable,
+  channelId: string,
+  at?: Date,
+): Promise<{ rate: number; messagesPerSecond: number; decreasedAt: Date | null } | undefined> {
+  const rows = await run<{ rate: number; messages_per_second: number; decreased_at: Date | null }>(
+    q,
+    `SELECT ${currentRateSql("p", "coalesce($2::timestamptz, clock_timestamp())")}::float8 AS rate, p.messages_per_second, p.decreased_at
+     FROM ${SCHEMA}.channel_pacing p WHERE p.channel_id = $1`,
+    [channelId, at ?? null],
+  );
+  const r = rows[0];
+  return r && { rate: r.rate, messagesPerSecond: r.messages_per_second, decreasedAt: r.decreased_at };
 }
 
 /**

@@ -6,7 +6,7 @@ import { Bus, RpcCallError } from "@platform/bus";
 import { CONTACTS_RPC, RPC, SUBJECTS } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
-import { signBody, startSimulator, type Simulator } from "@platform/provider-simulator";
+import { signBody, startSimulator, type Simulator, type SimulatorOptions } from "@platform/provider-simulator";
 import { startService, type RunningService, type ServiceDefinition } from "@platform/service";
 import { collectSubject, createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
 import { definition } from "../../src/service";
@@ -211,7 +211,7 @@ export function serviceEnv(env: TestEnvironment, simUrl: string, extra: Record<s
 export type Infra = Omit<Harness, "svc">;
 
 /** Postgres, NATS, the simulator and the gateway and contacts stand-ins: everything around messaging. */
-export async function startInfra(label: string): Promise<Infra> {
+export async function startInfra(label: string, simOptions: Partial<SimulatorOptions> = {}): Promise<Infra> {
   const env = await createTestEnvironment(label);
   const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "messaging-test", log: createLogger("test", "silent") });
   await bus.ensureStreams();
@@ -222,6 +222,7 @@ export async function startInfra(label: string): Promise<Infra> {
     appSecret: APP_SECRET,
     accessToken: "test-provider-token",
     statusDelaysMs: { sent: 30, delivered: 60, read: 90 },
+    ...simOptions,
   });
   const events = await collectSubject(env.natsUrl, `${env.namespace}.evt.>`);
   return {
@@ -243,8 +244,8 @@ export async function startInfra(label: string): Promise<Infra> {
 }
 
 /** The infrastructure and messaging itself, in this process. */
-export async function startHarness(label = "msg", extraEnv: Record<string, string> = {}): Promise<Harness> {
-  const infra = await startInfra(label);
+export async function startHarness(label = "msg", extraEnv: Record<string, string> = {}, simOptions: Partial<SimulatorOptions> = {}): Promise<Harness> {
+  const infra = await startInfra(label, simOptions);
   const svc = await startService(definition, serviceEnv(infra.env, infra.sim.url, extraEnv), { exitOnConfigError: false });
   return {
     ...infra,

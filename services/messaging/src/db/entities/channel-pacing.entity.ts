@@ -6,6 +6,7 @@ export class ChannelPacingEntity {
   @PrimaryColumn({ name: "channel_id", type: "text" }) channelId!: string;
   @Column({ name: "messages_per_second", type: "integer" }) messagesPerSecond!: number;
   @Column({ type: "timestamptz" }) tat!: Date;
-  /** Until then the channel sends at half its rate (the provider answered 130429). */
-  @Column({ name: "slowed_until", type: "timestamptz", nullable: true }) slowedUntil!: Date | null;
+  /** The adaptive rate right after the last 130429 decrease (null: never decreased); it climbs back from there. */
+  @Column({ type: "double precision", nullable: true }) rate!: number | null;
+  @Column({ name: "decreased_at", type: "timestamptz", nullable: true }) decreasedAt!: Date | null;
 }

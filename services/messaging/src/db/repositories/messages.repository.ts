@@ -1,5 +1,6 @@
 import type { OutboxMessage } from "@platform/bus";
 import { newId } from "@platform/id";
+import { currentRateSql } from "./pacing-rate";
 import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
 import type { ConversationRow } from "./conversations.repository";
 import type { MessageStatus, TemplatePayload } from "../entities/message.entity";
@@ -65,10 +66,10 @@ const STORE_CTES = `input AS (
     WHERE p.channel_id IN (SELECT channel_id FROM demand) ORDER BY p.channel_id FOR UPDATE
   ), pace AS (
     UPDATE ${SCHEMA}.channel_pacing p
-    SET tat = greatest(p.tat, t.now) + d.n * (CASE WHEN p.slowed_until > t.now THEN 2.0 ELSE 1.0 END / p.messages_per_second) * interval '1 second'
+    SET tat = greatest(p.tat, t.now) + d.n * (1.0 / ${currentRateSql("p", "t.now")}) * interval '1 second'
     FROM t, demand d, locked l WHERE p.channel_id = d.channel_id AND l.channel_id = d.channel_id
     RETURNING p.channel_id, (extract(epoch FROM (p.tat - t.now)) * 1000)::float8 AS end_ms,
-      (CASE WHEN p.slowed_until > t.now THEN 2000.0 ELSE 1000.0 END / p.messages_per_second)::float8 AS interval_ms
+      (1000.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_ms
   ), conv AS (
     INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
     SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
