@@ -42,4 +42,4 @@ export const definition: ServiceDefinition<typeof envShape> = {
 };
 
 export { envShape } from "./env";
-export { throttleSlot, sendKey } from "./use-cases/run-job";
+export { sendKey } from "./use-cases/run-job";

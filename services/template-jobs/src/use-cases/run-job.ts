@@ -12,16 +12,6 @@ const WAITING_RECHECK_MS = 5_000;
 export const sendKey = (jobId: string, seq: number) => `job:${jobId}:${seq}`;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/**
- * The throttle's decision for the next send: never before `nextSlotAt` (the
- * previous send's slot plus 3600/throttle seconds), never in the past. Slots
- * are persisted, so a restart does not reset the spacing.
- */
-export function throttleSlot(nextSlotAt: Date | null, now: Date, throttlePerHour: number): { slotAt: Date; nextSlotAt: Date } {
-  const slotAt = nextSlotAt && nextSlotAt.getTime() > now.getTime() ? nextSlotAt : now;
-  return { slotAt, nextSlotAt: new Date(slotAt.getTime() + 3_600_000 / throttlePerHour) };
-}
-
 export interface RunOptions {
   owner: string;
   leaseMs: number;
@@ -56,8 +46,9 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
       const rows = await jobsRepository.recipientsBySeq(ctx.db, jobId, leftover.slice(i, i + batchSize));
       await round(run, jobId, rows);
     }
-    // Then pending recipients, with up to PIPELINE batches in flight (one when throttled: the slots are sequential).
-    const lanes = throttled ? 1 : PIPELINE;
+    // Then pending recipients, with up to PIPELINE batches in flight. Throttled jobs send one recipient per
+    // slot; several lanes wait for consecutive slots, so one send's round trips never delay the next slot.
+    const lanes = throttled ? THROTTLE_LANES : PIPELINE;
     await Promise.all(
       Array.from({ length: lanes }, async () => {
         while (!run.stopped) {
@@ -76,6 +67,7 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
 
 /** Batches in flight per job: the next batch is claimed and stored while the previous one is being paced and sent. */
 const PIPELINE = 2;
+const THROTTLE_LANES = 4;
 
 interface Run {
   ctx: TemplateJobsContext;
@@ -169,14 +161,9 @@ async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<numbe
   }
 }
 
-/** Decides (and persists) the throttle slot of the next send, then waits for it, keeping the lease. False when the job stopped. */
+/** Reserves (and stores) the throttle slot of the next send, then waits for it, keeping the lease. False when the job stopped. */
 async function waitForSlot(ctx: TemplateJobsContext, job: JobRow, row: RecipientRow, opts: RunOptions): Promise<boolean> {
-  let slotAt = row.slot_at;
-  if (!slotAt) {
-    const decided = throttleSlot(job.next_slot_at, new Date(), job.throttle_per_hour!);
-    slotAt = decided.slotAt;
-    await jobsRepository.setSlot(ctx.db, job.id, row.seq, decided.slotAt, decided.nextSlotAt);
-  }
+  const slotAt = await jobsRepository.reserveSlot(ctx.db, job.id, row.seq, 3_600_000 / job.throttle_per_hour!);
   for (;;) {
     const wait = slotAt.getTime() - Date.now();
     if (wait <= 0) return true;

@@ -209,9 +209,22 @@ export const jobsRepository = {
     return run<RecipientRow>(q, `SELECT * FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND seq = ANY($2::int[]) ORDER BY seq`, [jobId, seqs]);
   },
 
-  async setSlot(q: Queryable, jobId: string, seq: number, slotAt: Date, nextSlotAt: Date): Promise<void> {
-    await run(q, `UPDATE ${SCHEMA}.job_recipients SET slot_at = COALESCE(slot_at, $3) WHERE job_id = $1 AND seq = $2`, [jobId, seq, slotAt]);
-    await run(q, `UPDATE ${SCHEMA}.jobs SET next_slot_at = $2 WHERE id = $1`, [jobId, nextSlotAt]);
+  /**
+   * The throttle's slot of one recipient, reserved atomically on the job row
+   * (`next_slot_at` moves by one interval per reservation, from no earlier
+   * than now), and stored on the recipient. A recipient sent again after a
+   * crash or a pause takes a new slot: an old one would be in the past.
+   */
+  async reserveSlot(q: Queryable, jobId: string, seq: number, intervalMs: number): Promise<Date> {
+    const rows = await run<{ slot_at: Date }>(
+      q,
+      `WITH s AS (
+         UPDATE ${SCHEMA}.jobs SET next_slot_at = greatest(COALESCE(next_slot_at, clock_timestamp()), clock_timestamp()) + $3 * interval '1 millisecond'
+         WHERE id = $1 RETURNING next_slot_at - $3 * interval '1 millisecond' AS slot)
+       UPDATE ${SCHEMA}.job_recipients r SET slot_at = s.slot FROM s WHERE r.job_id = $1 AND r.seq = $2 RETURNING r.slot_at`,
+      [jobId, seq, intervalMs],
+    );
+    return rows[0].slot_at;
   },
 
   /**
