@@ -17,6 +17,9 @@ export async function finalizeSend(ctx: TemplateJobsContext, event: z.infer<type
   if (!data.templateJobId || !data.messageId) return;
   const jobId = data.templateJobId;
   const state = event.event === "message.failed" ? "failed" : "sent";
+  // Most events are of sends already recorded as final (messaging answered `sent`): one indexed read, no transaction.
+  const current = await run<{ state: string }>(ctx.db, `SELECT state FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND message_id = $2`, [jobId, data.messageId]);
+  if (current.length && current[0].state !== "waiting") return;
   const result = await ctx.db.transaction(async (m) => {
     const outcome = await jobsRepository.finalizeMessage(m, jobId, data.messageId!, state, data.error?.code ?? null);
     if (outcome === "updated") await jobsRepository.completeIfDone(m, jobId);
