@@ -6,7 +6,7 @@ import type { ServiceDeps, ServiceEnv } from "@platform/service";
 import type { envShape } from "./env";
 import type { OptOutChecker } from "./use-cases/contacts";
 import type { SendWrites } from "./use-cases/send-writes";
-import type { ChannelPacer } from "./use-cases/pacing";
+import type { BulkPacer, ChannelPacer } from "./use-cases/pacing";
 import type { SendLookups } from "./use-cases/send-lookups";
 
 export type MessagingEnv = ServiceEnv<typeof envShape>;
@@ -23,6 +23,8 @@ export interface MessagingContext {
   /** Channels and open service windows of the send path, cached (see SendLookups for why that is safe). */
   lookups: SendLookups;
   pacer: ChannelPacer;
+  /** Bulk (template) reservations, one loop per channel for every batch in flight. */
+  bulkPacer: BulkPacer;
   optOuts: OptOutChecker;
   /** Concurrent sends' stores (with pacing slots) and sent marks: one statement and one commit per batch. */
   writes: SendWrites;

@@ -13,7 +13,7 @@ import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
 import { OptOutChecker } from "./use-cases/contacts";
-import { ChannelPacer } from "./use-cases/pacing";
+import { BulkPacer, ChannelPacer } from "./use-cases/pacing";
 import { SendLookups } from "./use-cases/send-lookups";
 import { SendWrites } from "./use-cases/send-writes";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
@@ -28,7 +28,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), bulkPacer: new BulkPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
     contexts.set(deps, ctx);
   }
   return ctx;
@@ -60,6 +60,7 @@ export { envShape } from "./env";
 export {
   ADAPTIVE_PACING,
   BULK_HORIZON_MS,
+  BulkPacer,
   ChannelPacer,
   channelPacingRate,
   reserveBulkPacingSlots,

@@ -4,7 +4,7 @@ import { RpcCallError } from "@platform/bus";
 import { MESSAGING_RPC, type TemplateSendRequest } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { eventually } from "@platform/testing";
-import { BULK_HORIZON_MS, reservePacingSlot } from "../src/service";
+import { BULK_HORIZON_MS, BulkPacer, reservePacingSlot } from "../src/service";
 import { api, createChannel, eventsOf, newOrg, providerRequestsFor, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 describe("template sends (rpc.messaging.template.send.v1)", () => {
@@ -212,5 +212,33 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
       expect(r.outcome).to.be.oneOf(["sent", "pending"]);
       await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === r.messageId).length === 1, 20_000);
     }
+  });
+
+  it("template batches in flight on one channel share one reservation loop, first come first served", async () => {
+    const channel = await createChannel(h, newOrg(), { messagesPerSecond: 1000 });
+    const pacer = new BulkPacer(db());
+    const got: number[][] = [[], []];
+    const order: number[] = [];
+    const deadline = Date.now() + 20_000;
+    const left = await Promise.all(
+      [0, 1].map((k) => pacer.take(channel.id, 60, deadline, (offsets) => (got[k].push(...offsets), order.push(k)))),
+    );
+    expect(left).to.deep.equal([0, 0]);
+    expect(got.map((g) => g.length)).to.deep.equal([60, 60]);
+    // The first batch is served before the second gets anything (a reservation may serve the end of one and the start of the next).
+    expect(order.indexOf(1)).to.be.at.least(order.lastIndexOf(0));
+    // 120 slots at 1 ms each, at least half a horizon (10 slots) per reservation after the first: at most 12 round trips for both.
+    expect(pacer.roundTrips).to.be.at.most(1 + Math.ceil((120 - BULK_HORIZON_MS) / (BULK_HORIZON_MS / 2)));
+  });
+
+  it("a batch without a slot before its deadline gets the rest back (for the worker)", async () => {
+    const channel = await createChannel(h, newOrg(), { messagesPerSecond: 10 });
+    const pacer = new BulkPacer(db());
+    const got: number[] = [];
+    // 10 per second: the first slot now, the next one 100 ms later, past the 50 ms deadline.
+    const left = await pacer.take(channel.id, 5, Date.now() + 50, (offsets) => got.push(...offsets));
+    expect(await pacer.take(channel.id, 0, Date.now() + 50, () => expect.fail("nothing to grant"))).to.equal(0);
+    expect(got).to.have.length(1);
+    expect(left).to.equal(4);
   });
 });

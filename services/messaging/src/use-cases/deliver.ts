@@ -57,7 +57,8 @@ export const RECORD_RETRY_MS = { first: 100, max: 1_000 };
 async function recordAccepted(ctx: MessagingContext, message: MessageRow, attempt: number, providerMessageId: string): Promise<AttemptOutcome> {
   const sent: MessageRow = { ...message, status: "sent", provider_message_id: providerMessageId, error_code: null, error_title: null };
   const record = async (): Promise<AttemptOutcome> => {
-    if (await ctx.writes.markSent({ id: message.id, attempt, providerMessageId, event: messageStatusEvent(sent, "sent") })) {
+    const mark = { id: message.id, attempt, providerMessageId, event: messageStatusEvent(sent, "sent") };
+    if (await ctx.writes.markSent(mark, isTemplate(message) ? "bulk" : "send")) {
       return { kind: "sent", message: sent };
     }
     return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, providerMessageId) };

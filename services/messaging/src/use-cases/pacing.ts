@@ -37,7 +37,7 @@ export async function reservePacingSlots(q: Queryable, channelId: string, n = 1)
  * behind more than this much of bulk slots (plus one interval): bulk sends
  * yield to single sends (ADR 0003, "Sharing the rate").
  */
-export const BULK_HORIZON_MS = 40;
+export const BULK_HORIZON_MS = 20;
 
 export interface BulkReservation {
   /** Slots granted (0 when the horizon is full). */
@@ -82,6 +82,89 @@ export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n:
     intervalMs: r.interval_ms,
     retryInMs: Math.max(1, Math.ceil(r.end_ms - horizonMs / 2)),
   };
+}
+
+interface BulkDemand {
+  remaining: number;
+  deadline: number;
+  grant: (offsetsMs: number[]) => void;
+  done: (notGranted: number) => void;
+  fail: (err: unknown) => void;
+}
+
+/**
+ * Bulk reservations of one process, coalesced per channel: every template
+ * batch in flight on a channel queues its demand, and ONE loop per channel
+ * reserves for all of them (`reserveBulkPacingSlots` with the sum), hands the
+ * slots out first come first served, sleeps until the horizon has room again
+ * and repeats. Without it, each concurrent batch polled the row on its own:
+ * several times the round trips, most of them granted nothing.
+ */
+export class BulkPacer {
+  private readonly queues = new Map<string, BulkDemand[]>();
+  /** Reservation statements run so far (for tests and metrics). */
+  roundTrips = 0;
+
+  constructor(private readonly q: Queryable, private readonly horizonMs = BULK_HORIZON_MS) {}
+
+  /**
+   * Asks for `n` consecutive bulk slots on the channel; `grant` receives each
+   * share as it comes (offsets from now, in ms, to wait in full). Resolves
+   * with how many were not granted before `deadline` (epoch ms).
+   */
+  take(channelId: string, n: number, deadline: number, grant: (offsetsMs: number[]) => void): Promise<number> {
+    if (n <= 0) return Promise.resolve(0);
+    return new Promise<number>((done, fail) => {
+      const queue = this.queues.get(channelId);
+      const demand = { remaining: n, deadline, grant, done, fail };
+      if (queue) {
+        queue.push(demand);
+        return;
+      }
+      this.queues.set(channelId, [demand]);
+      this.run(channelId).catch((err: unknown) => {
+        for (const d of this.queues.get(channelId) ?? []) d.fail(err);
+        this.queues.delete(channelId);
+      });
+    });
+  }
+
+  private async run(channelId: string): Promise<void> {
+    const queue = this.queues.get(channelId)!;
+    while (queue.length > 0) {
+      const total = queue.reduce((sum, d) => sum + d.remaining, 0);
+      this.roundTrips++;
+      const r = await reserveBulkPacingSlots(this.q, channelId, total, this.horizonMs);
+      if (!r) {
+        // No pacing row (the channel is gone): nothing to wait for.
+        for (const d of queue.splice(0)) {
+          d.grant(Array.from({ length: d.remaining }, () => 0));
+          d.done(0);
+        }
+        break;
+      }
+      let next = 0;
+      while (next < r.granted && queue.length > 0) {
+        const d = queue[0];
+        const k = Math.min(d.remaining, r.granted - next);
+        d.grant(Array.from({ length: k }, (_, i) => r.firstInMs + (next + i) * r.intervalMs));
+        next += k;
+        d.remaining -= k;
+        if (d.remaining === 0) {
+          queue.shift();
+          d.done(0);
+        }
+      }
+      const retryAt = Date.now() + r.retryInMs;
+      for (let i = queue.length - 1; i >= 0; i--) {
+        if (queue[i].deadline >= retryAt) continue;
+        const [late] = queue.splice(i, 1);
+        late.done(late.remaining);
+      }
+      if (queue.length > 0) await sleep(r.retryInMs);
+    }
+    this.queues.delete(channelId);
+  }
 }
 
 /** One slot: how long to wait before calling the provider (0 when the slot is now). */

@@ -2,14 +2,12 @@ import { RpcCallError } from "@platform/bus";
 import { CONTACTS_RPC, RPC, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
 import { sqlState } from "@platform/db";
 import { newId } from "@platform/id";
-import { sleep } from "@platform/runtime";
 import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, sendRounds, type MessageRow, type TemplateInput } from "../db/repositories/messages.repository";
 import type { TemplatePayload } from "../db/entities/message.entity";
 import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
 import { conversationEvent } from "./events";
-import { reserveBulkPacingSlots } from "./pacing";
 
 /** Bus calls to the contacts service of one batch. */
 const CONTACTS_TIMEOUT_MS = 3_000;
@@ -152,29 +150,26 @@ async function storeRound(ctx: MessagingContext, round: TemplateInput[]): Promis
 }
 
 /**
- * Takes bulk pacing slots for the stored messages, in order, and sends each
- * at its slot. Slots come at most BULK_HORIZON_MS ahead, so the loop asks
- * again as the horizon frees up; what has no slot within the batch's budget
- * is handed to the background worker and answered `pending`.
+ * Takes bulk pacing slots for the stored messages, in order (`BulkPacer`:
+ * one reservation loop per channel for every batch in flight, slots at most
+ * BULK_HORIZON_MS ahead), and sends each at its slot; what has no slot within
+ * the batch's budget is handed to the background worker and answered `pending`.
  */
 async function sendPaced(
   ctx: MessagingContext,
   channel: ChannelRow,
   stored: Array<{ key: string; message: MessageRow }>,
 ): Promise<TemplateSendOutcome[]> {
-  const deadline = Date.now() + TEMPLATE_BATCH_PACING_BUDGET_MS;
+  if (stored.length === 0) return [];
   const sends: Array<Promise<TemplateSendOutcome>> = [];
-  let rest = stored;
-  while (rest.length > 0) {
-    const before = Date.now();
-    const r = await reserveBulkPacingSlots(ctx.db, channel.id, rest.length);
-    const elapsed = Date.now() - before;
-    const granted = r ? rest.slice(0, r.granted) : rest;
-    rest = r ? rest.slice(r.granted) : [];
-    granted.forEach(({ key, message }, i) => {
-      const paceWaitMs = r ? Math.max(0, r.firstInMs + i * r.intervalMs - elapsed) : 0;
+  let next = 0;
+  // Offsets count from the moment the database took the reservation, some time before its answer arrived: waiting
+  // them in full from now sends a little late, never early (late is harmless, early would bunch sends past the rate).
+  const taking = ctx.bulkPacer.take(channel.id, stored.length, Date.now() + TEMPLATE_BATCH_PACING_BUDGET_MS, (offsets) => {
+    for (const paceWaitMs of offsets) {
+      const { key, message } = stored[next++];
       sends.push(
-        attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs }).then(
+        attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: Math.max(0, paceWaitMs) }).then(
           (outcome) => outcomeOfAttempt(key, message, outcome),
           (err: Error) => {
             // Stored and leased: the stalled-send sweep hands it to the worker once the lease ends.
@@ -183,13 +178,14 @@ async function sendPaced(
           },
         ),
       );
-    });
-    if (rest.length === 0 || !r) break;
-    if (Date.now() + r.retryInMs > deadline) {
-      sends.push(...rest.map(({ key, message }) => handOver(ctx, key, message)));
-      break;
     }
-    await sleep(r.retryInMs);
+  });
+  try {
+    if ((await taking) > 0) sends.push(...stored.slice(next).map(({ key, message }) => handOver(ctx, key, message)));
+  } catch (err) {
+    // The pacing row could not be read: the rest stay stored and leased; the stalled-send sweep hands them to the worker.
+    ctx.log.error({ channelId: channel.id, err: (err as Error).message }, "template batch pacing failed; the rest is left to the retry worker");
+    sends.push(...stored.slice(next).map(({ key, message }) => Promise.resolve({ key, outcome: "pending", messageId: message.id, providerMessageId: null } as const)));
   }
   return Promise.all(sends);
 }

@@ -78,8 +78,12 @@ export class SendWrites {
     return Failed.unwrap(await this.batcher.submit("send", { kind: "store", input })) as Stored;
   }
 
-  /** Marks an accepted attempt `sent` with its event; false when the attempt no longer owns the message. */
-  async markSent(mark: SentMarkInput): Promise<boolean> {
-    return Failed.unwrap(await this.batcher.submit("send", { kind: "sent", mark })) as boolean;
+  /**
+   * Marks an accepted attempt `sent` with its event; false when the attempt no longer owns the message.
+   * Template sends use their own lane (`bulk`): their marks, hundreds per second during a job, go in their own
+   * statements, so a single send's store or mark never waits behind a statement full of a job's marks.
+   */
+  async markSent(mark: SentMarkInput, lane: "send" | "bulk" = "send"): Promise<boolean> {
+    return Failed.unwrap(await this.batcher.submit(lane, { kind: "sent", mark })) as boolean;
   }
 }
