@@ -6,6 +6,7 @@ import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
+import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
 import { startJobRunner } from "./workers/job-runner";
 
 const contexts = new WeakMap<TemplateJobsDeps, TemplateJobsContext>();
@@ -37,7 +38,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     await consumeProviderInbound(ctx);
     await consumeMessageFinalEvents(ctx);
     const stopRunner = startJobRunner(ctx);
-    return [stopRunner];
+    return [stopRunner, startIdempotencySweeper(ctx)];
   },
 };
 
