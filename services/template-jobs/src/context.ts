@@ -13,4 +13,19 @@ export interface TemplateJobsContext {
   bus: Bus;
   log: Logger;
   env: TemplateJobsEnv;
+  /** Message ids this process recorded as final (`sent`/`failed`): their `message.*` events need no lookup. */
+  finalMessages: RecentSet;
+}
+
+/** A bounded set of recent strings; the oldest go first. */
+export class RecentSet {
+  private readonly set = new Set<string>();
+  constructor(private readonly max = 200_000) {}
+  add(value: string): void {
+    this.set.add(value);
+    if (this.set.size > this.max) this.set.delete(this.set.values().next().value!);
+  }
+  has(value: string): boolean {
+    return this.set.has(value);
+  }
 }

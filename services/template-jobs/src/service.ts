@@ -1,7 +1,7 @@
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
-import type { TemplateJobsContext, TemplateJobsDeps } from "./context";
+import { RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { envShape } from "./env";
@@ -13,7 +13,7 @@ const contexts = new WeakMap<TemplateJobsDeps, TemplateJobsContext>();
 function contextOf(deps: TemplateJobsDeps): TemplateJobsContext {
   let ctx = contexts.get(deps);
   if (!ctx) {
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet() };
     contexts.set(deps, ctx);
   }
   return ctx;

@@ -16,6 +16,8 @@ export async function finalizeSend(ctx: TemplateJobsContext, event: z.infer<type
   const data = event.data as { templateJobId?: string; messageId?: string; error?: { code?: string } };
   if (!data.templateJobId || !data.messageId) return;
   const jobId = data.templateJobId;
+  // Recorded as final by this process a moment ago (the usual case: messaging answered `sent`): nothing to do.
+  if (ctx.finalMessages.has(data.messageId)) return;
   const state = event.event === "message.failed" ? "failed" : "sent";
   // Most events are of sends already recorded as final (messaging answered `sent`): one indexed read, no transaction.
   const current = await run<{ state: string }>(ctx.db, `SELECT state FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND message_id = $2`, [jobId, data.messageId]);

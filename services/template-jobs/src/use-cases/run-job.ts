@@ -207,4 +207,5 @@ async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRo
     await jobsRepository.recordOutcomes(m, jobId, outcomes);
     await jobsRepository.completeIfDone(m, jobId);
   });
+  for (const o of outcomes) if (o.messageId && (o.state === "sent" || o.state === "failed")) ctx.finalMessages.add(o.messageId);
 }
