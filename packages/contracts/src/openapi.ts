@@ -245,9 +245,6 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
       { name: "Contacts", description: "Contacts of the organization" },
       { name: "Opt-outs", description: "Per-channel opt-outs" },
       { name: "Analytics", description: "Outbound message analytics" },
-  });
-
-  registry.registerPath({
       { name: "Templates", description: "Approved templates and bulk template send jobs" },
     ],
   });
