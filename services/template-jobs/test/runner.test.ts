@@ -23,7 +23,8 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
   }
   const db = () => h.svc.deps.db;
   const slots = async (jobId: string) =>
-    (await db().query(`SELECT seq, slot_at FROM template_jobs.job_recipients WHERE job_id = $1 AND slot_at IS NOT NULL ORDER BY seq`, [jobId])).map(
+    // In time order: the lanes reserve consecutive slots, not necessarily in recipient order.
+    (await db().query(`SELECT slot_at FROM template_jobs.job_recipients WHERE job_id = $1 AND slot_at IS NOT NULL ORDER BY slot_at`, [jobId])).map(
       (r: { slot_at: Date }) => r.slot_at.getTime(),
     );
 
@@ -164,6 +165,17 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const done = await waitForJob(h, org, job.id, "completed", 60_000);
     expect(done).to.include({ sent: 6, failed: 0 });
     for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
+  it("counts permanent provider refusals as failed, once, and still completes", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(4);
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 132001, message: "Template name does not exist in the translation", times: 2 });
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    const done = await waitForJob(h, org, job.id, "completed", 30_000);
+    expect(done).to.include({ sent: 2, failed: 2, skipped: 0 });
+    expect(list.map((p) => templateRequestsTo(h, p).length)).to.deep.equal([1, 1, 1, 1]);
+    await eventually(() => eventsOf(h, "message.failed", (d) => d.templateJobId === job.id).length === 2);
   });
 
   it("several replicas never run one job twice", async () => {
