@@ -4,8 +4,16 @@ import { gzipSync } from "node:zlib";
 import type { Request, Response, Router } from "express";
 import { buildOpenApiDocument } from "@platform/contracts";
 
-/** Scalar's configuration: no web fonts, telemetry or outside calls, so the page works offline. */
-const SCALAR_CONFIGURATION = JSON.stringify({ withDefaultFonts: false, telemetry: false, hideClientButton: true, theme: "default" });
+/** Scalar's configuration: no web fonts, telemetry, AI agent, MCP or hosted client, so nothing leaves for another host. */
+const SCALAR_CONFIGURATION = JSON.stringify({
+  withDefaultFonts: false,
+  telemetry: false,
+  hideClientButton: true,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  showDeveloperTools: "never",
+  defaultOpenAllTags: true,
+});
 
 /** The reference page: Scalar's standalone bundle (served beside it) renders the served document. No inline script. */
 const PAGE = `<!doctype html>
@@ -14,6 +22,7 @@ const PAGE = `<!doctype html>
     <meta charset="utf-8" />
     <meta name="viewport" content="width=device-width, initial-scale=1" />
     <title>Business Messaging API reference</title>
+    <link rel="icon" href="data:," />
   </head>
   <body>
     <noscript>The API reference needs JavaScript; the document itself is at <a href="/api-reference/openapi.json">/api-reference/openapi.json</a>.</noscript>
