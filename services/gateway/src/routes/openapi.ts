@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { Request, Response, Router } from "express";
 import { buildOpenApiDocument } from "@platform/contracts";
@@ -32,15 +32,22 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/** The bundle copied into dist/public at build (scripts/copy-api-reference.js); src/ (tests under ts-node) reads dist's. */
+const BUNDLE_IN_PACKAGE = join("node_modules", "@scalar", "api-reference", "dist", "browser", "standalone.js");
+
+/**
+ * The bundle copied into dist/public at build (scripts/copy-api-reference.js); from src/ (tests under ts-node, no
+ * build yet) the devDependency itself, found as node does, walking up to the workspace root.
+ */
 function loadBundle(): { raw: Buffer; gzip: Buffer } | undefined {
-  for (const file of [join(__dirname, "..", "public", "api-reference.js"), join(__dirname, "..", "..", "dist", "public", "api-reference.js")]) {
-    if (existsSync(file)) {
-      const raw = readFileSync(file);
-      return { raw, gzip: gzipSync(raw) };
-    }
+  const candidates = [join(__dirname, "..", "public", "api-reference.js"), join(__dirname, "..", "..", "dist", "public", "api-reference.js")];
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    candidates.push(join(dir, BUNDLE_IN_PACKAGE));
+    if (dirname(dir) === dir) break;
   }
-  return undefined;
+  const file = candidates.find((f) => existsSync(f));
+  if (!file) return undefined;
+  const raw = readFileSync(file);
+  return { raw, gzip: gzipSync(raw) };
 }
 
 /** Public, no key: the OpenAPI document generated once from the contracts package at start, and its rendered page. */
