@@ -4,7 +4,10 @@ import { gzipSync } from "node:zlib";
 import type { Request, Response, Router } from "express";
 import { buildOpenApiDocument } from "@platform/contracts";
 
-/** Scalar's configuration: no web fonts, telemetry, AI agent, MCP or hosted client, so nothing leaves for another host. */
+/**
+ * Scalar's configuration: no web fonts, telemetry, AI agent, MCP or hosted client, so nothing leaves for another host.
+ * @scalar/api-reference stays on 1.46 (engines node >=20): 1.47 and later require Node 22, which the image and CI do not run.
+ */
 const SCALAR_CONFIGURATION = JSON.stringify({
   withDefaultFonts: false,
   telemetry: false,
