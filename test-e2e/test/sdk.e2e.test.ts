@@ -109,7 +109,10 @@ describe("e2e: the typed SDK against the stack", function () {
     // Five customers write in: five contacts and five conversations, walked two by two.
     const phones = ["+15550001001", "+15550001002", "+15550001003", "+15550001004", "+15550001005"];
     for (const phone of phones) await inbound(providerPhoneNumberId, phone.slice(1));
-    await eventually(async () => (await sdk.conversations.listPage({ limit: 100 })).items.length === 5, 20_000);
+    await eventually(
+      async () => (await sdk.conversations.listPage({ limit: 100 })).items.length === 5 && (await sdk.contacts.listPage({ limit: 100 })).items.length === 5,
+      20_000,
+    );
 
     const contactPhones: string[] = [];
     for await (const contact of sdk.contacts.list({ limit: 2 })) contactPhones.push(contact.phone);
@@ -244,7 +247,7 @@ describe("e2e: the typed SDK against the stack", function () {
     const { org, providerPhoneNumberId } = await orgWithChannel();
     await inbound(providerPhoneNumberId, "15550002001");
     const { sdk: direct } = client(org.key);
-    await eventually(async () => (await direct.contacts.listPage()).items.length === 1, 20_000);
+    await eventually(async () => (await direct.conversations.listPage()).items.length === 1 && (await direct.contacts.listPage()).items.length === 1, 20_000);
 
     const lb = await front(e2e.stack.url, (n, req) => (n === 1 && req.url === "/api/v1/messages" ? "drop" : "forward"));
     try {
