@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { ApiError, MessagingClient, type TemplateSendRequest } from "@platform/sdk";
 import { collectSubject, eventually } from "@platform/testing";
 import { E2E } from "./stack";
 
@@ -30,13 +31,14 @@ describe("e2e: templates and bulk template jobs through the gateway", function (
 
   it("sends a job: components, opted-out skipped, progress; the status webhook pauses the template; other tenants see 404", async () => {
     const { org, channelId, providerPhoneNumberId, template } = await orgWithChannelAndTemplate();
-    const list = await e2e.call("GET", "/api/v1/templates?limit=10", { token: org.key });
-    expect(list.status).to.equal(200);
-    expect(list.body.items.map((t: { id: string }) => t.id)).to.deep.equal([template.id]);
+    // The integrator's side goes through the typed SDK.
+    const client = new MessagingClient({ baseUrl: e2e.stack.url, apiKey: org.key });
+    const templates = await client.templates.list({ limit: 10 }).toArray();
+    expect(templates.map((t) => t.id)).to.deep.equal([template.id]);
 
-    const optOut = await e2e.call("POST", "/api/v1/opt-outs", { token: org.key, body: { action: "set", messagingChannelId: channelId, phone: "+15550002222" } });
-    expect(optOut.status).to.equal(200);
-    const body = {
+    const optOut = await client.optOuts.set({ messagingChannelId: channelId, phone: "+15550002222" });
+    expect(optOut.active).to.equal(true);
+    const body: TemplateSendRequest = {
       templateId: template.providerTemplateId,
       templateAccountId: "waba_e2e",
       messagingChannelId: channelId,
@@ -47,16 +49,16 @@ describe("e2e: templates and bulk template jobs through the gateway", function (
         { phone: "0015550003333", bodyParameters: ["Cy"] },
       ],
     };
-    const created = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body, headers: { "Idempotency-Key": "e2e-job-1" } });
-    expect(created.status, JSON.stringify(created.body)).to.equal(200);
-    expect(created.body).to.include({ templateId: template.id, scheduledFor: null });
-    const replay = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body, headers: { "Idempotency-Key": "e2e-job-1" } });
-    expect(replay.headers.get("idempotent-replayed")).to.equal("true");
-    expect(replay.body.id).to.equal(created.body.id);
+    const created = await client.templates.sendWithAnswer(body, { idempotencyKey: "e2e-job-1" });
+    expect(created.replayed).to.equal(false);
+    expect(created.data).to.include({ templateId: template.id, scheduledFor: null });
+    const replay = await client.templates.sendWithAnswer(body, { idempotencyKey: "e2e-job-1" });
+    expect(replay.replayed).to.equal(true);
+    expect(replay.data.id).to.equal(created.data.id);
 
     const done = await eventually(async () => {
-      const job = await e2e.call("GET", `/api/v1/templates/send/${created.body.id}`, { token: org.key });
-      return job.body.status === "completed" ? job.body : undefined;
+      const job = await client.templates.getJob(created.data.id);
+      return job.status === "completed" ? job : undefined;
     }, 30_000);
     expect(done).to.include({ recipients: 3, sent: 2, skipped: 1, failed: 0 });
     const sends = (await simRequests()).filter((r) => r.phoneNumberId === providerPhoneNumberId);
@@ -68,9 +70,9 @@ describe("e2e: templates and bulk template jobs through the gateway", function (
       { type: "button", sub_type: "quick_reply", index: "0", parameters: [{ type: "payload", payload: "TRACK" }] },
     ]);
 
-    const other = await e2e.organization();
-    expect((await e2e.call("GET", `/api/v1/templates/send/${created.body.id}`, { token: other.key })).status).to.equal(404);
-    expect((await e2e.call("GET", "/api/v1/templates", { token: other.key })).body.items).to.deep.equal([]);
+    const other = new MessagingClient({ baseUrl: e2e.stack.url, apiKey: (await e2e.organization()).key });
+    expect(await other.templates.getJob(created.data.id).catch((e: unknown) => e)).to.include({ status: 404, code: "NOT_FOUND" });
+    expect(await other.templates.list().toArray()).to.deep.equal([]);
 
     // The provider pauses the template: status webhook → gateway → bus → template-jobs.
     const bus = await collectSubject(e2e.env.natsUrl, `${e2e.env.namespace}.evt.template.status_updated.v1`);
@@ -86,9 +88,9 @@ describe("e2e: templates and bulk template jobs through the gateway", function (
     } finally {
       await bus.close();
     }
-    const refused = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body: { ...body, recipients: body.recipients.slice(0, 1) } });
-    expect(refused.status).to.equal(403);
-    expect(refused.body.error.code).to.equal("TEMPLATE_NOT_APPROVED");
+    const refused = await client.templates.send({ ...body, recipients: body.recipients.slice(0, 1) }).catch((e: unknown) => e);
+    expect(refused).to.be.instanceOf(ApiError);
+    expect(refused).to.include({ status: 403, code: "TEMPLATE_NOT_APPROVED" });
   });
 
   it("plans: starter and inactive get 402 on POST /api/v1/templates/send; reads stay open", async () => {

@@ -72,6 +72,22 @@ describe("gateway: admin organizations", () => {
     expect(action.enum).to.deep.equal(["set", "clear"]);
   });
 
+  it("serves the API reference page and its bundled renderer without a key, offline", async () => {
+    const page = await request(h.url).get("/api-reference").expect(200);
+    expect(page.headers["content-type"]).to.match(/^text\/html/);
+    expect(page.text).to.include('data-url="/api-reference/openapi.json"');
+    expect(page.text).to.include('<script src="/api-reference/api-reference.js"></script>');
+    expect(page.text).to.not.match(/https?:\/\//); // nothing from a CDN
+    const script = await request(h.url).get("/api-reference/api-reference.js").set("Accept-Encoding", "gzip").expect(200);
+    expect(script.headers["content-type"]).to.match(/^text\/javascript/);
+    expect(script.headers["content-encoding"]).to.equal("gzip");
+    expect(script.text).to.include("createApiReference");
+    expect(script.text.length).to.be.greaterThan(1_000_000);
+    const plain = await request(h.url).get("/api-reference/api-reference.js").set("Accept-Encoding", "identity").expect(200);
+    expect(plain.headers).to.not.have.property("content-encoding");
+    expect(plain.text).to.equal(script.text);
+  });
+
   it("answers probes", async () => {
     await request(h.url).get("/healthz").expect(200);
     const ready = await request(h.url).get("/readyz").expect(200);
