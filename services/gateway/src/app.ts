@@ -4,7 +4,7 @@ import type { DataSource } from "typeorm";
 import { SUBJECTS } from "@platform/contracts";
 import { OutboxRelay, type Bus } from "@platform/bus";
 import { pingDatabase } from "@platform/db";
-import { CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
+import { ApiError, CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
 import { createApiFront, isApiPath } from "./api-front";
 import { checkOrigin, consoleSession, writesNeed } from "./auth/console";
@@ -157,6 +157,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     app.use(`/console/api${route.prefix}`, (req, res, next) => {
       // Express stripped the mount path; the proxy forwards `originalUrl`, rebuilt for the session's organization.
       const rest = req.url === "/" ? "" : req.url.startsWith("/?") ? req.url.slice(1) : req.url;
+      // The path's organization is the session's alone: no dot segment or encoded separator may climb out of it.
+      if (DOT_SEGMENT.test(rest.split("?")[0])) throw ApiError.notFound("Route");
       req.originalUrl = route.upstream(res.locals.organizationId as string) + rest;
       proxy(req, res, next);
     });
@@ -190,6 +192,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
     },
   };
 }
+
+const DOT_SEGMENT = /(^|\/)\.{1,2}(\/|$)|%2e|%2f|%5c|\\/i;
 
 /** Admin answers hold API keys and webhook secrets (shown once): no cache may keep them. */
 const noStore: RequestHandler = (_req, res, next) => {

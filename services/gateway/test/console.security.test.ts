@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
+import http from "node:http";
 import { expect } from "chai";
 import request from "supertest";
-import { GatewayHarness } from "./harness";
+import { echoServer, GatewayHarness } from "./harness";
 import { CONSOLE_ENV, consoleClient, organizationWithUsers, PASSWORD, signIn, uniqueEmail } from "./console-helpers";
+import { CONSOLE_READS, CONSOLE_WRITES } from "./console-routes";
 
 describe("gateway: console users, sessions and CSRF", () => {
   const h = new GatewayHarness();
@@ -192,5 +194,82 @@ describe("gateway: console sign-in rate limit", () => {
     const limited = await attempt(uniqueEmail("c"), PASSWORD);
     expect(limited.status).to.equal(429);
     expect(limited.headers["retry-after"]).to.match(/^\d+$/);
+  });
+});
+
+/**
+ * The cross-organization matrix at the gateway: every console route, signed in to B, with A's ids.
+ * Gateway-owned resources answer 404; a service's route is always called for B (path and header),
+ * whatever A id, header or query the client sends, so the service scoping by organization answers 404
+ * (shown through the whole stack in test-e2e/test/console.e2e.test.ts).
+ */
+describe("gateway: console cross-organization matrix", () => {
+  const h = new GatewayHarness();
+  let echo: Awaited<ReturnType<typeof echoServer>>;
+  before(async () => {
+    echo = await echoServer();
+    const urls = { MESSAGING_URL: echo.url, CONTACTS_URL: echo.url, TEMPLATE_JOBS_URL: echo.url, ANALYTICS_URL: echo.url, WEBHOOK_DISPATCHER_URL: echo.url };
+    await h.start({ ...CONSOLE_ENV, CONSOLE_SIGN_IN_PER_IP: "100000", ...urls });
+  });
+  after(async () => {
+    await h.stop();
+    await echo.close();
+  });
+
+  it("answers 404 or calls the service for the session's organization only, on every route", async () => {
+    const a = await organizationWithUsers(h);
+    const b = await organizationWithUsers(h);
+    const aIds = { keyId: a.keyId, userId: a.member.user.id, channelId: "ch_a", webhookId: "wh_a", templateId: "tpl_a", jobId: "job_a" };
+    const GATEWAY_OWNED = ["/console/api/api-keys/:id", "/console/api/users/:id"];
+    for (const route of [...CONSOLE_WRITES, ...CONSOLE_READS]) {
+      const base = route.id ? route.path.replace(":id", aIds[route.id]) : route.path;
+      const path = `${base}${base.includes("?") ? "&" : "?"}orgId=${a.id}&organizationId=${a.id}`;
+      const res = await consoleClient(h, b.owner)[route.method](path).set("X-Organization-Id", a.id).send(route.body ?? {});
+      const what = `${route.method} ${route.path}`;
+      if (GATEWAY_OWNED.includes(route.path)) {
+        expect(res.status, what).to.equal(404);
+        expect(res.body.error.code, what).to.equal("NOT_FOUND");
+      } else if (res.body.url !== undefined) {
+        expect(res.body.headers["x-organization-id"], what).to.equal(b.id);
+        expect(res.body.url.split("?")[0], what).to.not.include(a.id);
+        if (res.body.url.startsWith("/admin/")) expect(res.body.url, what).to.match(new RegExp(`^/admin/v1/organizations/${b.id}/`));
+      } else {
+        // Served by the gateway itself (organization, users, API keys, invitations): B's own data.
+        expect(res.status, what).to.be.oneOf([200, 201, 204]);
+        expect(JSON.stringify(res.body), what).to.not.include(a.id);
+      }
+    }
+    // A is untouched: its key not revoked, its member still there, its settings unchanged.
+    const keys = await consoleClient(h, a.owner).get("/console/api/api-keys").expect(200);
+    expect(keys.body.items.find((k: { id: string }) => k.id === a.keyId).revokedAt).to.equal(null);
+    const users = await consoleClient(h, a.owner).get("/console/api/users").expect(200);
+    expect(users.body.items.map((u: { id: string }) => u.id)).to.include(a.member.user.id);
+    const org = await consoleClient(h, a.owner).get("/console/api/organization").expect(200);
+    expect(org.body.rateLimit).to.deep.equal({ perSecond: 50, burst: 100 });
+  });
+
+  it("refuses a dot segment or an encoded separator that would climb out of the session's organization", async () => {
+    const a = await organizationWithUsers(h);
+    const b = await organizationWithUsers(h);
+    const port = new URL(h.url).port;
+    for (const path of [
+      `/console/api/channels/../../${a.id}/channels`,
+      `/console/api/channels/..%2F..%2F${a.id}%2Fchannels`,
+      `/console/api/channels/%2e%2e/%2e%2e/${a.id}/channels`,
+      `/console/api/webhooks/..\\..\\${a.id}`,
+    ]) {
+      // node:http sends the path as given (no URL normalisation), as a hostile client would.
+      const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request({ host: "127.0.0.1", port, path, method: "GET", headers: { Cookie: b.owner.cookie } }, (r) => {
+          let body = "";
+          r.on("data", (c) => (body += c));
+          r.on("end", () => resolve({ status: r.statusCode ?? 0, body }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      expect(res.status, path).to.equal(404);
+      expect(JSON.parse(res.body).error.code, path).to.equal("NOT_FOUND");
+    }
   });
 });
