@@ -139,6 +139,7 @@ describe("e2e: console API", function () {
       ["/console/api/webhooks?limit=100", b.ids.webhookId],
       ["/console/api/templates?limit=100", b.ids.templateId],
       ["/console/api/conversations?limit=100", ""],
+      ["/console/api/contacts?limit=100", ""],
       [`/console/api/analytics?startDate=${encodeURIComponent(new Date(Date.now() - 3600_000).toISOString())}&endDate=${encodeURIComponent(new Date().toISOString())}`, ""],
     ];
     for (const [path, own] of lists) {

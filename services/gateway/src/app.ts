@@ -71,6 +71,8 @@ export const CONSOLE_PROXIED: Array<{ prefix: string; service: string; upstream:
   { prefix: "/opt-outs/actions", service: "contacts", upstream: () => "/api/v1/opt-outs" },
   /** Added by hand: source `manual`. */
   { prefix: "/opt-outs", service: "contacts", upstream: (o) => `/admin/v1/organizations/${o}/opt-outs` },
+  /** Contacts with their opt-out state (`isOptedOut`): the console's opt-out look-up until contacts has one by phone. */
+  { prefix: "/contacts", service: "contacts", upstream: () => "/api/v1/contacts" },
   { prefix: "/conversations", service: "messaging", upstream: () => "/api/v1/conversations" },
   { prefix: "/analytics", service: "analytics", upstream: () => "/api/v1/analytics" },
 ];

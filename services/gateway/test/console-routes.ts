@@ -35,6 +35,7 @@ export const CONSOLE_READS: ConsoleRoute[] = [
   { method: "get", path: "/console/api/webhooks/:id/deliveries", id: "webhookId" },
   { method: "get", path: "/console/api/templates" },
   { method: "get", path: "/console/api/template-jobs/:id", id: "jobId" },
+  { method: "get", path: "/console/api/contacts" },
   { method: "get", path: "/console/api/conversations" },
   { method: "get", path: "/console/api/analytics?startDate=2026-01-01T00:00:00.000Z&endDate=2026-01-02T00:00:00.000Z" },
 ];

@@ -57,6 +57,7 @@ describe("gateway: console API routes and roles", () => {
       ["get", "/console/api/template-jobs/job_1", `/api/v1/templates/send/job_1`],
       ["post", "/console/api/template-jobs/job_1/cancel", `/api/v1/templates/send/job_1/cancel`],
       ["get", "/console/api/conversations?limit=5", `/api/v1/conversations?limit=5`],
+      ["get", "/console/api/contacts?limit=5", `/api/v1/contacts?limit=5`],
       ["get", "/console/api/analytics?start=a&end=b", `/api/v1/analytics?start=a&end=b`],
     ];
     for (const [method, path, upstream] of cases) {
