@@ -35,8 +35,8 @@ export const envSchema = z.object({
   CONSOLE_SIGN_IN_PER_EMAIL: z.coerce.number().int().min(1).default(10),
   CONSOLE_SIGN_IN_PER_IP: z.coerce.number().int().min(1).default(100),
   CONSOLE_SIGN_IN_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
-  /** log2 of scrypt's N for new password hashes (17: OWASP's floor). */
-  CONSOLE_SCRYPT_COST: z.coerce.number().int().min(10).max(20).default(17),
+  /** log2 of scrypt's N for new password hashes; p follows OWASP's table (15: N=2^15, r=8, p=3). */
+  CONSOLE_SCRYPT_COST: z.coerce.number().int().min(10).max(20).default(15),
   /** Origins (`https://console.example.com`, comma-separated) allowed to change state; unset: the request's own host only. */
   CONSOLE_ORIGINS: z
     .string()
