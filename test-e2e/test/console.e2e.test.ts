@@ -1,5 +1,8 @@
 import { randomBytes } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { expect } from "chai";
+import { eventually } from "@platform/testing";
 import { E2E } from "./stack";
 
 const PASSWORD = "correct horse battery staple";
@@ -172,5 +175,66 @@ describe("e2e: console API", function () {
     const revoked = await consoleCall("DELETE", `/console/api/api-keys/${t.ids.keyId}`, t.owner);
     expect(revoked.status).to.equal(204);
     expect((await e2e.call("GET", "/api/v1/ping", { token: t.key })).status).to.equal(401);
+  });
+
+  it("runs the settings screens' calls: webhook test and attempt log, deactivate and re-enable, throughput, manual opt-out refusing a send, settings", async () => {
+    const t = await tenant();
+    const received: string[] = [];
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        received.push(body);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+      const webhook = await consoleCall("POST", "/console/api/webhooks", t.owner, { url, events: ["message.received", "optout.created"] });
+      expect(webhook.status).to.equal(201);
+      expect(webhook.body.secret, "the signing secret is shown once").to.be.a("string");
+      const listed = await consoleCall("GET", "/console/api/webhooks", t.member);
+      expect(JSON.stringify(listed.body)).to.not.contain(webhook.body.secret);
+
+      const test = await consoleCall("POST", `/console/api/webhooks/${webhook.body.id}/test`, t.owner);
+      expect(test.status, JSON.stringify(test.body)).to.equal(200);
+      expect(test.body).to.include({ delivered: true, responseStatus: 204 });
+      const log = await eventually(async () => {
+        const res = await consoleCall("GET", `/console/api/webhooks/${webhook.body.id}/deliveries`, t.member);
+        return res.body.items?.length > 0 ? res.body.items : undefined;
+      }, 20_000);
+      expect(log[0]).to.include({ responseStatus: 204 });
+
+      const off = await consoleCall("PATCH", `/console/api/webhooks/${webhook.body.id}`, t.owner, { active: false });
+      expect(off.body.active).to.equal(false);
+      const on = await consoleCall("PATCH", `/console/api/webhooks/${webhook.body.id}`, t.owner, { active: true });
+      expect(on.status).to.equal(200);
+      expect(on.body.active).to.equal(true);
+
+      const throughput = await consoleCall("PATCH", `/console/api/channels/${t.ids.channelId}`, t.owner, { messagesPerSecond: 5 });
+      expect(throughput.status, JSON.stringify(throughput.body)).to.equal(200);
+      expect(throughput.body).to.include({ messagesPerSecond: 5, isDefault: true });
+
+      const optOut = await consoleCall("POST", "/console/api/opt-outs", t.owner, { messagingChannelId: t.ids.channelId, phone: "+15550007777", reason: "asked by phone" });
+      expect(optOut.status).to.equal(200);
+      expect(optOut.body.active).to.equal(true);
+      await eventually(() => received.some((b) => b.includes("optout.created") && b.includes('"manual"')), 20_000);
+      const blocked = await e2e.call("POST", "/api/v1/messages", { token: t.key, body: { to: "+15550007777", text: "hello" } });
+      expect(blocked.status).to.equal(403);
+      expect(blocked.body.error.code).to.equal("CONTACT_OPTED_OUT");
+      const cleared = await consoleCall("POST", "/console/api/opt-outs/actions", t.owner, { action: "clear", messagingChannelId: t.ids.channelId, phone: "+15550007777" });
+      expect(cleared.status).to.equal(200);
+      expect(cleared.body.active).to.equal(false);
+
+      const settings = await consoleCall("PATCH", "/console/api/organization", t.owner, { optOutKeywords: ["STOP", "BASTA"], rateLimit: { perSecond: 20, burst: 40 } });
+      expect(settings.status).to.equal(200);
+      const read = await consoleCall("GET", "/console/api/organization", t.member);
+      expect(read.body).to.deep.include({ plan: "growth", optOutKeywords: ["STOP", "BASTA"], rateLimit: { perSecond: 20, burst: 40 } });
+      const ping = await e2e.call("GET", "/api/v1/ping", { token: t.key });
+      expect(ping.headers.get("ratelimit-policy")).to.contain("40");
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
