@@ -103,6 +103,7 @@ describe("e2e: console API", function () {
   /** Every console route that names a resource. */
   const BY_ID: Array<[string, string, IdKind, unknown?]> = [
     ["DELETE", "/console/api/api-keys/:id", "keyId"],
+    ["PATCH", "/console/api/users/:id", "userId", { role: "owner" }],
     ["DELETE", "/console/api/users/:id", "userId"],
     ["PATCH", "/console/api/channels/:id", "channelId", { name: "stolen" }],
     ["PATCH", "/console/api/webhooks/:id", "webhookId", { active: true }],

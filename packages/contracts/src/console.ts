@@ -26,6 +26,9 @@ export const SignInRequest = z.object({ email: Email, password: z.string().min(1
 /** The signed-in user; `csrfToken` goes back in `X-CSRF-Token` on every state change. */
 export const ConsoleSession = z.object({ user: ConsoleUser, csrfToken: z.string(), expiresAt: Timestamp });
 
+/** `PATCH /console/api/users/{userId}` (Owner; not one's own role, so an organization always keeps an Owner). */
+export const UpdateUserRoleRequest = z.object({ role: ConsoleRole });
+
 /** `POST /console/api/invitations` (Owner). */
 export const CreateInvitationRequest = z.object({ email: Email, role: z.enum(["admin", "member"]) });
 /** The token is in this answer only; the database keeps its SHA-256. */

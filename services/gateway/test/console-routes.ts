@@ -12,6 +12,7 @@ export const CONSOLE_WRITES: ConsoleRoute[] = [
   { method: "delete", path: "/console/api/api-keys/:id", id: "keyId" },
   { method: "patch", path: "/console/api/organization", body: { rateLimit: { perSecond: 5, burst: 5 } } },
   { method: "post", path: "/console/api/invitations", body: { email: "new@example.com", role: "member" } },
+  { method: "patch", path: "/console/api/users/:id", id: "userId", body: { role: "owner" } },
   { method: "delete", path: "/console/api/users/:id", id: "userId" },
   { method: "post", path: "/console/api/channels", body: { name: "c", phoneNumber: "+15550100000", providerPhoneNumberId: "pn-x" } },
   { method: "patch", path: "/console/api/channels/:id", id: "channelId", body: { isDefault: true } },

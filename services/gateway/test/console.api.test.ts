@@ -102,6 +102,21 @@ describe("gateway: console API routes and roles", () => {
     expect((await h.admin().get(`/admin/v1/organizations/${o.id}`).expect(200)).body.plan).to.equal("growth");
   });
 
+  it("lets an Owner change another user's role, applied at once, but not their own", async () => {
+    const o = await organizationWithUsers(h);
+    await consoleClient(h, o.member).post("/console/api/api-keys").send({ name: "m" }).expect(403);
+    await consoleClient(h, o.admin).patch(`/console/api/users/${o.member.user.id}`).send({ role: "admin" }).expect(403);
+    const bad = await consoleClient(h, o.owner).patch(`/console/api/users/${o.member.user.id}`).send({ role: "root" }).expect(400);
+    expect(bad.body.error.details[0].path).to.equal("role");
+    const promoted = await consoleClient(h, o.owner).patch(`/console/api/users/${o.member.user.id}`).send({ role: "admin" }).expect(200);
+    expect(promoted.body).to.include({ id: o.member.user.id, role: "admin" });
+    await consoleClient(h, o.member).post("/console/api/api-keys").send({ name: "m" }).expect(201);
+    const me = await consoleClient(h, o.member).get("/console/api/session").expect(200);
+    expect(me.body.user.role).to.equal("admin");
+    const self = await consoleClient(h, o.owner).patch(`/console/api/users/${o.owner.user.id}`).send({ role: "member" }).expect(409);
+    expect(self.body.error.code).to.equal("CONFLICT");
+  });
+
   it("lets an Owner remove a user (whose sessions end at once) but not themselves", async () => {
     const o = await organizationWithUsers(h);
     await consoleClient(h, o.admin).delete(`/console/api/users/${o.member.user.id}`).expect(403);

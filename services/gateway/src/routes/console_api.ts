@@ -1,5 +1,5 @@
 import type { Router } from "express";
-import { ConsoleUpdateOrganizationRequest, CreateApiKeyRequest, CreateInvitationRequest, PageQuery } from "@platform/contracts";
+import { ConsoleUpdateOrganizationRequest, CreateApiKeyRequest, CreateInvitationRequest, PageQuery, UpdateUserRoleRequest } from "@platform/contracts";
 import { parseBody, parseQuery } from "@platform/http";
 import { requireRole, sessionOf } from "../auth/console";
 import type { ApiKeys } from "../use-cases/api-keys";
@@ -24,6 +24,10 @@ export function registerConsoleApi(router: Router, deps: { users: ConsoleUsers; 
 
   router.get("/console/api/users", async (_req, res) => {
     res.json({ items: await users.list(org(res)) });
+  });
+  router.patch("/console/api/users/:userId", owner, async (req, res) => {
+    const { role } = parseBody(UpdateUserRoleRequest, req);
+    res.json(await users.setRole(org(res), String(req.params.userId), role, sessionOf(res).user.id));
   });
   router.delete("/console/api/users/:userId", owner, async (req, res) => {
     await users.remove(org(res), String(req.params.userId), sessionOf(res).user.id);

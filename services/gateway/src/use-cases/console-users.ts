@@ -50,6 +50,15 @@ export class ConsoleUsers {
     if (!res.affected) throw ApiError.notFound("User");
   }
 
+  /** A role change applies at once: every request reads the user's current role. */
+  async setRole(organizationId: string, userId: string, role: ConsoleUser["role"], by: string): Promise<ConsoleUser> {
+    if (userId === by) throw new ApiError("CONFLICT", "You cannot change your own role", [{ path: "role", message: "another Owner must change it" }]);
+    const repo = this.db.getRepository(UserEntity);
+    const res = await repo.update({ id: userId, organizationId }, { role });
+    if (!res.affected) throw ApiError.notFound("User");
+    return this.toDto((await repo.findOneBy({ id: userId, organizationId }))!);
+  }
+
   /** The token is in this answer only; the database keeps its SHA-256. */
   async invite(organizationId: string, invitedBy: string, input: z.infer<typeof CreateInvitationRequest>) {
     const token = `inv_${randomBytes(32).toString("base64url")}`;
