@@ -45,6 +45,7 @@ export interface Gateway {
   app: Express;
   cache: AuthCache;
   limiter: RateLimiter;
+  sessions: ConsoleSessions;
   stop(): Promise<void>;
 }
 
@@ -99,6 +100,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // A broadcast may have been missed while disconnected: start cold rather than trust the cache.
   bus.onReconnect(() => cache.clear());
   cache.startUsageFlush();
+  sessions.startSweeper(undefined, (err) => log.warn({ err: err.message }, "console session sweep failed"));
   limiter.start();
   const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
   relay.start();
@@ -187,8 +189,10 @@ export function createGateway(deps: GatewayDeps): Gateway {
     app,
     cache,
     limiter,
+    sessions,
     stop: async () => {
       limiter.stop();
+      sessions.stopSweeper();
       await cache.stop();
       await relay.stop();
     },

@@ -106,6 +106,20 @@ describe("gateway: console users, sessions and CSRF", () => {
       await consoleClient(h, o.owner).get("/console/api/session").expect(401);
     });
 
+    it("sweeps expired sessions and finished throttle windows, and nothing live", async () => {
+      const o = await organizationWithUsers(h);
+      await h.db.query(`UPDATE gateway.sessions SET expires_at = now() - interval '1 second' WHERE user_id = $1`, [o.admin.user.id]);
+      await h.db.query(`INSERT INTO gateway.sign_in_attempts (bucket, window_start, attempts) VALUES ($1, now() - interval '1 day', 3), ($2, now(), 1)`, [`email:old-${o.id}`, `email:new-${o.id}`]);
+      const swept = await h.replicas[0].gateway.sessions.sweep();
+      expect(swept.sessions).to.be.at.least(1);
+      expect(swept.attempts).to.be.at.least(1);
+      expect(await h.db.query(`SELECT 1 FROM gateway.sessions WHERE user_id = $1`, [o.admin.user.id])).to.have.length(0);
+      expect(await h.db.query(`SELECT 1 FROM gateway.sessions WHERE user_id = $1`, [o.owner.user.id])).to.have.length(1);
+      const buckets = await h.db.query(`SELECT bucket FROM gateway.sign_in_attempts WHERE bucket LIKE $1`, [`%${o.id}`]);
+      expect(buckets.map((b: { bucket: string }) => b.bucket)).to.deep.equal([`email:new-${o.id}`]);
+      await consoleClient(h, o.owner).get("/console/api/session").expect(200);
+    });
+
     it("signs out: the session row is deleted, the cookie cleared, the old cookie refused; any role may sign out", async () => {
       const o = await organizationWithUsers(h);
       for (const who of [o.owner, o.member]) {

@@ -80,6 +80,22 @@ export class ConsoleSessions {
     await this.db.getRepository(SessionEntity).delete({ idHash });
   }
 
+  /** Expired sessions and finished throttle windows (one row per email or address tried): deleted every few minutes. */
+  async sweep(): Promise<{ sessions: number; attempts: number }> {
+    const [, sessions] = await this.db.query(`DELETE FROM gateway.sessions WHERE expires_at <= now()`);
+    const [, attempts] = await this.db.query(`DELETE FROM gateway.sign_in_attempts WHERE window_start <= now() - make_interval(secs => $1)`, [this.limits.windowSeconds]);
+    return { sessions: Number(sessions ?? 0), attempts: Number(attempts ?? 0) };
+  }
+
+  private sweeper?: NodeJS.Timeout;
+  startSweeper(everyMs = 5 * 60_000, onError: (err: Error) => void = () => undefined): void {
+    this.sweeper = setInterval(() => void this.sweep().catch(onError), everyMs);
+    this.sweeper.unref();
+  }
+  stopSweeper(): void {
+    clearInterval(this.sweeper);
+  }
+
   /** A fixed window per bucket, counted in one statement: the seconds until the window ends when over `max`, else 0. */
   private async count(bucket: string, max: number): Promise<number> {
     const window = this.limits.windowSeconds;
