@@ -83,6 +83,8 @@ describe("e2e: console API", function () {
     const accepted = await consoleCall("POST", "/console/api/invitations/accept", undefined, { token: invitation.body.token, password: PASSWORD });
     expect(accepted.status).to.equal(201);
     const member = await signIn(invitation.body.email);
+    const pending = await consoleCall("POST", "/console/api/invitations", owner, { email: `later-${randomBytes(6).toString("hex")}@example.com`, role: "admin" });
+    expect(pending.status).to.equal(201);
     return {
       id: org.body.id as string,
       owner,
@@ -91,6 +93,7 @@ describe("e2e: console API", function () {
       ids: {
         keyId: key.body.id as string,
         userId: member.userId,
+        invitationId: pending.body.id as string,
         channelId: channel.body.id as string,
         webhookId: webhook.body.id as string,
         templateId: template.body.id as string,
@@ -105,6 +108,7 @@ describe("e2e: console API", function () {
     ["DELETE", "/console/api/api-keys/:id", "keyId"],
     ["PATCH", "/console/api/users/:id", "userId", { role: "owner" }],
     ["DELETE", "/console/api/users/:id", "userId"],
+    ["DELETE", "/console/api/invitations/:id", "invitationId"],
     ["PATCH", "/console/api/channels/:id", "channelId", { name: "stolen" }],
     ["PATCH", "/console/api/webhooks/:id", "webhookId", { active: true }],
     ["POST", "/console/api/webhooks/:id/test", "webhookId"],
@@ -138,6 +142,7 @@ describe("e2e: console API", function () {
     const lists: Array<[string, string]> = [
       ["/console/api/organization", b.id],
       ["/console/api/users", b.owner.userId],
+      ["/console/api/invitations", b.ids.invitationId],
       ["/console/api/api-keys?limit=100", b.ids.keyId],
       ["/console/api/channels?limit=100", b.ids.channelId],
       ["/console/api/webhooks?limit=100", b.ids.webhookId],

@@ -39,6 +39,8 @@ export const CreatedInvitation = z.object({
   token: z.string(),
   expiresAt: Timestamp,
 });
+/** `GET /console/api/invitations`: pending ones (neither accepted nor expired), never their token. */
+export const PendingInvitation = z.object({ id: z.string(), email: z.string(), role: ConsoleRole, createdAt: Timestamp, expiresAt: Timestamp });
 /** `POST /console/api/invitations/accept` (no session). */
 export const AcceptInvitationRequest = z.object({ token: z.string().min(1).max(200), password: Password });
 

@@ -4,7 +4,7 @@ export interface ConsoleRoute {
   path: string;
   body?: Record<string, unknown>;
   /** Which of the organization's ids goes into `:id`. */
-  id?: "keyId" | "userId" | "channelId" | "webhookId" | "templateId" | "jobId";
+  id?: "keyId" | "userId" | "invitationId" | "channelId" | "webhookId" | "templateId" | "jobId";
 }
 
 export const CONSOLE_WRITES: ConsoleRoute[] = [
@@ -12,6 +12,7 @@ export const CONSOLE_WRITES: ConsoleRoute[] = [
   { method: "delete", path: "/console/api/api-keys/:id", id: "keyId" },
   { method: "patch", path: "/console/api/organization", body: { rateLimit: { perSecond: 5, burst: 5 } } },
   { method: "post", path: "/console/api/invitations", body: { email: "new@example.com", role: "member" } },
+  { method: "delete", path: "/console/api/invitations/:id", id: "invitationId" },
   { method: "patch", path: "/console/api/users/:id", id: "userId", body: { role: "owner" } },
   { method: "delete", path: "/console/api/users/:id", id: "userId" },
   { method: "post", path: "/console/api/channels", body: { name: "c", phoneNumber: "+15550100000", providerPhoneNumberId: "pn-x" } },
@@ -30,6 +31,7 @@ export const CONSOLE_WRITES: ConsoleRoute[] = [
 export const CONSOLE_READS: ConsoleRoute[] = [
   { method: "get", path: "/console/api/organization" },
   { method: "get", path: "/console/api/users" },
+  { method: "get", path: "/console/api/invitations" },
   { method: "get", path: "/console/api/api-keys" },
   { method: "get", path: "/console/api/channels" },
   { method: "get", path: "/console/api/webhooks" },

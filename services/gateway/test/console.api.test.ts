@@ -21,7 +21,7 @@ describe("gateway: console API routes and roles", () => {
 
   it("refuses a Member every write with 403 FORBIDDEN before anything is changed or forwarded", async () => {
     const o = await organizationWithUsers(h);
-    const ids = { keyId: o.keyId, userId: o.admin.user.id, channelId: "ch_1", webhookId: "wh_1", templateId: "tpl_1", jobId: "job_1" };
+    const ids = { keyId: o.keyId, userId: o.admin.user.id, invitationId: "inv_1", channelId: "ch_1", webhookId: "wh_1", templateId: "tpl_1", jobId: "job_1" };
     for (const route of CONSOLE_WRITES) {
       const res = await consoleClient(h, o.member)[route.method](fill(route, ids)).send(route.body ?? {});
       expect(res.status, `${route.method} ${route.path}`).to.equal(403);

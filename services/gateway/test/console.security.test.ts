@@ -62,6 +62,16 @@ describe("gateway: console users, sessions and CSRF", () => {
       }
       const users = await consoleClient(h, o.member).get("/console/api/users").expect(200);
       expect(users.body.items.map((u: { email: string }) => u.email)).to.include(email);
+
+      // Pending invitations are listed without their token; a withdrawn one stops working at once.
+      const other = await consoleClient(h, o.owner).post("/console/api/invitations").send({ email: uniqueEmail("later"), role: "admin" }).expect(201);
+      const pending = await consoleClient(h, o.member).get("/console/api/invitations").expect(200);
+      expect(pending.body.items.map((i: { id: string }) => i.id)).to.deep.equal([other.body.id]);
+      expect(JSON.stringify(pending.body)).to.not.include(other.body.token);
+      await consoleClient(h, o.admin).delete(`/console/api/invitations/${other.body.id}`).expect(403);
+      await consoleClient(h, o.owner).delete(`/console/api/invitations/${other.body.id}`).expect(204);
+      await consoleClient(h).post("/console/api/invitations/accept").send({ token: other.body.token, password: PASSWORD }).expect(404);
+      expect((await consoleClient(h, o.owner).get("/console/api/invitations").expect(200)).body.items).to.deep.equal([]);
     });
   });
 
@@ -233,8 +243,9 @@ describe("gateway: console cross-organization matrix", () => {
   it("answers 404 or calls the service for the session's organization only, on every route", async () => {
     const a = await organizationWithUsers(h);
     const b = await organizationWithUsers(h);
-    const aIds = { keyId: a.keyId, userId: a.member.user.id, channelId: "ch_a", webhookId: "wh_a", templateId: "tpl_a", jobId: "job_a" };
-    const GATEWAY_OWNED = ["/console/api/api-keys/:id", "/console/api/users/:id"]; // DELETE and PATCH
+    const invitation = await consoleClient(h, a.owner).post("/console/api/invitations").send({ email: uniqueEmail("pending"), role: "admin" }).expect(201);
+    const aIds = { keyId: a.keyId, userId: a.member.user.id, invitationId: invitation.body.id, channelId: "ch_a", webhookId: "wh_a", templateId: "tpl_a", jobId: "job_a" };
+    const GATEWAY_OWNED = ["/console/api/api-keys/:id", "/console/api/users/:id", "/console/api/invitations/:id"];
     for (const route of [...CONSOLE_WRITES, ...CONSOLE_READS]) {
       const base = route.id ? route.path.replace(":id", aIds[route.id]) : route.path;
       const path = `${base}${base.includes("?") ? "&" : "?"}orgId=${a.id}&organizationId=${a.id}`;
@@ -260,6 +271,8 @@ describe("gateway: console cross-organization matrix", () => {
     expect(users.body.items.find((u: { id: string }) => u.id === a.member.user.id).role).to.equal("member");
     const org = await consoleClient(h, a.owner).get("/console/api/organization").expect(200);
     expect(org.body.rateLimit).to.deep.equal({ perSecond: 50, burst: 100 });
+    const pending = await consoleClient(h, a.owner).get("/console/api/invitations").expect(200);
+    expect(pending.body.items.map((i: { id: string }) => i.id)).to.deep.equal([invitation.body.id]);
   });
 
   it("refuses a dot segment or an encoded separator that would climb out of the session's organization", async () => {

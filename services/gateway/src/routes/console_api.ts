@@ -33,6 +33,13 @@ export function registerConsoleApi(router: Router, deps: { users: ConsoleUsers; 
     await users.remove(org(res), String(req.params.userId), sessionOf(res).user.id);
     res.status(204).end();
   });
+  router.get("/console/api/invitations", async (_req, res) => {
+    res.json({ items: await users.pendingInvitations(org(res)) });
+  });
+  router.delete("/console/api/invitations/:invitationId", owner, async (req, res) => {
+    await users.revokeInvitation(org(res), String(req.params.invitationId));
+    res.status(204).end();
+  });
   router.post("/console/api/invitations", owner, async (req, res) => {
     res.status(201).json(await users.invite(org(res), sessionOf(res).user.id, parseBody(CreateInvitationRequest, req)));
   });

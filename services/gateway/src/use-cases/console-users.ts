@@ -77,6 +77,23 @@ export class ConsoleUsers {
     return { id: invitation.id, email: invitation.email, role: invitation.role, token, expiresAt: iso(invitation.expiresAt)! };
   }
 
+  async pendingInvitations(organizationId: string) {
+    const rows = await this.db
+      .getRepository(InvitationEntity)
+      .createQueryBuilder("i")
+      .where("i.organization_id = :organizationId AND i.accepted_at IS NULL AND i.expires_at > now()", { organizationId })
+      .orderBy("i.created_at", "ASC")
+      .addOrderBy("i.id", "ASC")
+      .getMany();
+    return rows.map((i) => ({ id: i.id, email: i.email, role: i.role, createdAt: iso(i.createdAt)!, expiresAt: iso(i.expiresAt)! }));
+  }
+
+  /** Withdrawn: its token stops working at once. */
+  async revokeInvitation(organizationId: string, invitationId: string): Promise<void> {
+    const res = await this.db.getRepository(InvitationEntity).delete({ id: invitationId, organizationId, acceptedAt: IsNull() });
+    if (!res.affected) throw ApiError.notFound("Invitation");
+  }
+
   /** Used once, before it expires: the user is created with the invitation's organization, email and role. */
   async accept(input: z.infer<typeof AcceptInvitationRequest>): Promise<ConsoleUser> {
     const passwordHash = await hashPassword(input.password, this.scryptCost);
