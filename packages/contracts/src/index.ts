@@ -11,3 +11,4 @@ export * from "./contacts";
 export * from "./webhooks";
 export * from "./analytics";
 export * from "./templates";
+export * from "./console";

@@ -33,6 +33,8 @@ export const ID_PREFIXES = {
   webhook: "wh",
   delivery: "dlv",
   request: "req",
+  user: "usr",
+  invitation: "inv",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

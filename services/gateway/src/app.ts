@@ -4,9 +4,10 @@ import type { DataSource } from "typeorm";
 import { SUBJECTS } from "@platform/contracts";
 import { OutboxRelay, type Bus } from "@platform/bus";
 import { pingDatabase } from "@platform/db";
-import { CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
+import { ApiError, CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
 import { createApiFront, isApiPath } from "./api-front";
+import { checkOrigin, consoleSession, writesNeed } from "./auth/console";
 import { adminAuth } from "./auth/middleware";
 import { AuthCache } from "./auth/key-cache";
 import type { GatewayEnv } from "./env";
@@ -14,9 +15,14 @@ import { proxyTo } from "./proxy";
 import { RateLimiter } from "./rate-limit/limiter";
 import { registerAdminApiKeys } from "./routes/admin_api_keys";
 import { registerAdminOrganizations } from "./routes/admin_organizations";
+import { registerAdminUsers } from "./routes/admin_users";
+import { registerConsoleApi } from "./routes/console_api";
+import { registerConsoleSession, registerConsoleSignOut } from "./routes/console_session";
 import { registerOpenApi } from "./routes/openapi";
 import { registerProviderWebhooks } from "./routes/provider_webhooks";
 import { ApiKeys } from "./use-cases/api-keys";
+import { ConsoleSessions } from "./use-cases/console-sessions";
+import { ConsoleUsers } from "./use-cases/console-users";
 import { Organizations } from "./use-cases/organizations";
 
 export { envSchema, type GatewayEnv } from "./env";
@@ -39,6 +45,7 @@ export interface Gateway {
   app: Express;
   cache: AuthCache;
   limiter: RateLimiter;
+  sessions: ConsoleSessions;
   stop(): Promise<void>;
 }
 
@@ -51,6 +58,26 @@ const ROUTES: Array<{ service: keyof GatewayEnv & `${string}_URL`; name: string;
   { service: "WEBHOOK_DISPATCHER_URL", name: "webhook-dispatcher", api: [], admin: ["webhooks"] },
 ];
 
+/**
+ * The console's routes served by a service: `/console/api{prefix}…` goes to the service's own admin or
+ * /api/v1 route for the session's organization (path built from it, organization header set from it).
+ * More specific prefixes first.
+ */
+export const CONSOLE_PROXIED: Array<{ prefix: string; service: string; upstream: (orgId: string) => string }> = [
+  { prefix: "/channels", service: "messaging", upstream: (o) => `/admin/v1/organizations/${o}/channels` },
+  { prefix: "/webhooks", service: "webhook-dispatcher", upstream: (o) => `/admin/v1/organizations/${o}/webhooks` },
+  { prefix: "/templates", service: "template-jobs", upstream: (o) => `/admin/v1/organizations/${o}/templates` },
+  { prefix: "/template-jobs", service: "template-jobs", upstream: () => "/api/v1/templates/send" },
+  /** `{action: "clear" | "set", messagingChannelId, phone}`: the /api/v1 opt-out route. */
+  { prefix: "/opt-outs/actions", service: "contacts", upstream: () => "/api/v1/opt-outs" },
+  /** Added by hand: source `manual`. */
+  { prefix: "/opt-outs", service: "contacts", upstream: (o) => `/admin/v1/organizations/${o}/opt-outs` },
+  /** Contacts with their opt-out state (`isOptedOut`): the console's opt-out look-up until contacts has one by phone. */
+  { prefix: "/contacts", service: "contacts", upstream: () => "/api/v1/contacts" },
+  { prefix: "/conversations", service: "messaging", upstream: () => "/api/v1/conversations" },
+  { prefix: "/analytics", service: "analytics", upstream: () => "/api/v1/analytics" },
+];
+
 export function createGateway(deps: GatewayDeps): Gateway {
   const { env, log, db, bus } = deps;
   const defaults = { perSecond: env.RATE_LIMIT_PER_SECOND, burst: env.RATE_LIMIT_BURST };
@@ -58,6 +85,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus, undefined, deps.clock);
   const organizations = new Organizations(db, bus, defaults);
   const apiKeys = new ApiKeys(db, bus, cache, env.INTERNAL_TOKEN);
+  const users = new ConsoleUsers(db, env.CONSOLE_SCRYPT_COST);
+  const sessions = new ConsoleSessions(db, users, {
+    ttlSeconds: env.CONSOLE_SESSION_TTL_SECONDS,
+    perEmail: env.CONSOLE_SIGN_IN_PER_EMAIL,
+    perIp: env.CONSOLE_SIGN_IN_PER_IP,
+    windowSeconds: env.CONSOLE_SIGN_IN_WINDOW_SECONDS,
+    scryptCost: env.CONSOLE_SCRYPT_COST,
+  });
   const metrics = deps.metrics ?? createMetrics("gateway");
 
   bus.onBroadcast(SUBJECTS.apiKeyRevoked, ({ keyId }) => cache.evictKey(keyId));
@@ -65,6 +100,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   // A broadcast may have been missed while disconnected: start cold rather than trust the cache.
   bus.onReconnect(() => cache.clear());
   cache.startUsageFlush();
+  sessions.startSweeper(undefined, (err) => log.warn({ err: err.message }, "console session sweep failed"));
   limiter.start();
   const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
   relay.start();
@@ -106,7 +142,35 @@ export function createGateway(deps: GatewayDeps): Gateway {
   admin.use("/admin/v1", jsonBody("1mb"));
   registerAdminOrganizations(admin, { organizations, cursors: new CursorCodec(env.INTERNAL_TOKEN, "organizations") });
   registerAdminApiKeys(admin, { apiKeys, organizations });
+  registerAdminUsers(admin, { users, organizations });
   app.use(admin);
+
+  // --- /console/api (issue 15, ADR 0009) ----------------------------------
+  app.use("/console/api", noStore, refuseNulInUrl(), checkOrigin(env.CONSOLE_ORIGINS));
+  const consolePublic = express.Router();
+  consolePublic.use(["/console/api/session", "/console/api/invitations/accept"], jsonBody("64kb"));
+  registerConsoleSession(consolePublic, { sessions, users, ttlSeconds: env.CONSOLE_SESSION_TTL_SECONDS });
+  app.use(consolePublic);
+  app.use("/console/api", consoleSession(sessions));
+  const signOut = express.Router();
+  registerConsoleSignOut(signOut, { sessions });
+  app.use(signOut);
+  app.use("/console/api", writesNeed("owner", "admin"));
+  for (const route of CONSOLE_PROXIED) {
+    const proxy = proxies.get(route.service)!;
+    app.use(`/console/api${route.prefix}`, (req, res, next) => {
+      // Express stripped the mount path; the proxy forwards `originalUrl`, rebuilt for the session's organization.
+      const rest = req.url === "/" ? "" : req.url.startsWith("/?") ? req.url.slice(1) : req.url;
+      // The path's organization is the session's alone: no dot segment or encoded separator may climb out of it.
+      if (DOT_SEGMENT.test(rest.split("?")[0])) throw ApiError.notFound("Route");
+      req.originalUrl = route.upstream(res.locals.organizationId as string) + rest;
+      proxy(req, res, next);
+    });
+  }
+  const consoleApi = express.Router();
+  consoleApi.use("/console/api", jsonBody("1mb"));
+  registerConsoleApi(consoleApi, { users, apiKeys, organizations });
+  app.use(consoleApi);
 
   app.use(notFound());
   app.use(errorHandler(log));
@@ -125,13 +189,17 @@ export function createGateway(deps: GatewayDeps): Gateway {
     app,
     cache,
     limiter,
+    sessions,
     stop: async () => {
       limiter.stop();
+      sessions.stopSweeper();
       await cache.stop();
       await relay.stop();
     },
   };
 }
+
+const DOT_SEGMENT = /(^|\/)\.{1,2}(\/|$)|%2e|%2f|%5c|\\/i;
 
 /** Admin answers hold API keys and webhook secrets (shown once): no cache may keep them. */
 const noStore: RequestHandler = (_req, res, next) => {

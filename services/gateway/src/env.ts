@@ -29,6 +29,19 @@ export const envSchema = z.object({
   ANALYTICS_URL: optionalUrl,
   /** Timeout of one proxied call to a service. */
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Console (issue 15, ADR 0009): lifetime of a signed-in session. */
+  CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
+  /** Sign-in attempts allowed per email and per client address in one window. */
+  CONSOLE_SIGN_IN_PER_EMAIL: z.coerce.number().int().min(1).default(10),
+  CONSOLE_SIGN_IN_PER_IP: z.coerce.number().int().min(1).default(100),
+  CONSOLE_SIGN_IN_WINDOW_SECONDS: z.coerce.number().int().min(1).default(900),
+  /** log2 of scrypt's N for new password hashes; p follows OWASP's table (15: N=2^15, r=8, p=3). */
+  CONSOLE_SCRYPT_COST: z.coerce.number().int().min(10).max(20).default(15),
+  /** Origins (`https://console.example.com`, comma-separated) allowed to change state; unset: the request's own host only. */
+  CONSOLE_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split(",").map((o) => o.trim()).filter(Boolean) : [])),
   /** Name of this replica in rate-limit gossip; defaults to the host name and pid. */
   REPLICA_ID: z.string().optional(),
 });

@@ -1,7 +1,11 @@
 import { ApiKeyEntity } from "./entities/api-key.entity";
+import { InvitationEntity } from "./entities/invitation.entity";
 import { OrganizationEntity } from "./entities/organization.entity";
+import { SessionEntity } from "./entities/session.entity";
+import { UserEntity } from "./entities/user.entity";
 import { Init1763769600000 } from "./migrations/1763769600000-Init";
+import { ConsoleUsers1764000000000 } from "./migrations/1764000000000-ConsoleUsers";
 
-export const definitionEntities = [OrganizationEntity, ApiKeyEntity];
-export const definitionMigrations = [Init1763769600000];
+export const definitionEntities = [OrganizationEntity, ApiKeyEntity, UserEntity, InvitationEntity, SessionEntity];
+export const definitionMigrations = [Init1763769600000, ConsoleUsers1764000000000];
 export const SCHEMA = "gateway";
