@@ -10,10 +10,9 @@ import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
-import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
-import { serviceWindowsRepository } from "../db/repositories/service-windows.repository";
+import { messagesRepository, type InboundInsert, type MessageRow } from "../db/repositories/messages.repository";
 import type { MessageStatus } from "../db/entities/message.entity";
-import { resolveContact } from "./contacts";
+import { resolveContacts } from "./contacts";
 import { conversationEvent, messageReceivedEvent, messageStatusEvent, type OutboundEventStatus } from "./events";
 
 /**
@@ -86,54 +85,90 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
   const fresh = incoming.filter((i) => !known.has(i.m.id));
   if (fresh.length === 0) return;
 
+  // The batch's contacts in one request (created when new, name and waId kept), not one per sender.
   const profiles = new Map((value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name]));
-  const contactIds = new Map<string, string>();
-  await Promise.all(
-    [...new Map(fresh.map((i) => [i.phone, i.m])).entries()].map(async ([phone, m]) => {
-      const name = profiles.get(m.from) ?? (value.contacts?.length === 1 ? value.contacts[0].profile?.name : undefined);
-      const contactId = await resolveContact(ctx.bus, {
-        organizationId: channel.organization_id,
-        phone,
-        waId: m.from.replace(/[^\d]/g, ""),
-        ...(name ? { name } : {}),
-      });
-      contactIds.set(phone, contactId);
-    }),
-  );
+  const senders = [...new Map(fresh.map((i) => [i.phone, i.m])).entries()];
+  const contactIds = await resolveContacts(ctx.bus, {
+    organizationId: channel.organization_id,
+    phones: senders.map(([phone]) => phone),
+    names: senders.map(([, m]) => profiles.get(m.from) ?? (value.contacts?.length === 1 ? value.contacts[0].profile?.name : undefined) ?? null),
+    waIds: senders.map(([, m]) => m.from.replace(/[^\d]/g, "")),
+  });
 
+  // One transaction, a fixed number of statements whatever the batch size:
+  // lock the batch's provider ids (two replicas handling the same provider
+  // message serialize here; the second finds it stored), skip the stored ones,
+  // open or touch each contact's conversation, then store the messages, move
+  // the service windows and write the events in one statement.
   await ctx.db.transaction(async (tx) => {
-    const events: OutboxMessage[] = [];
-    for (const { m, phone } of fresh) {
-      // Two replicas handling the same provider message serialize here; the second finds it stored.
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('messaging.inbound:' || $1))`, [m.id]);
-      if ((await messagesRepository.knownInboundIds(tx, [m.id])).size > 0) continue;
+    const unique = [...new Map(fresh.map((i) => [i.m.id, i])).values()];
+    await messagesRepository.lockInboundIds(tx, unique.map((i) => i.m.id));
+    const stored = await messagesRepository.knownInboundIds(tx, unique.map((i) => i.m.id));
+    const todo = unique.filter((i) => !stored.has(i.m.id));
+    if (todo.length === 0) return;
+    const conversations = await conversationsRepository.openOrTouchMany(tx, {
+      organizationId: channel.organization_id,
+      channelId: channel.id,
+      contacts: todo.map(({ phone }) => ({ contactId: contactIds.get(phone)!, phone })),
+    });
+    const rows: InboundInsert[] = todo.map(({ m, phone }) => {
       const contactId = contactIds.get(phone)!;
-      const { conversation, opened } = await conversationsRepository.openOrTouch(tx, {
-        organizationId: channel.organization_id,
-        channelId: channel.id,
-        contactId,
-        phone,
-      });
-      const at = providerTime(m.timestamp);
-      const stored = await messagesRepository.insertInbound(tx, {
+      return {
         id: newId("message"),
         organizationId: channel.organization_id,
         channelId: channel.id,
-        conversationId: conversation.id,
+        conversationId: conversations.get(contactId)!.conversation.id,
         contactId,
         phone,
         type: m.type,
         ...content(m),
         providerMessageId: m.id,
-        providerTimestamp: at,
-      });
-      if (!stored) continue;
-      await serviceWindowsRepository.recordInbound(tx, channel.id, phone, at);
-      if (opened) events.push(conversationEvent(conversation, "conversation.opened"));
-      events.push(messageReceivedEvent(stored));
+        providerTimestamp: providerTime(m.timestamp),
+      };
+    });
+    // Events in input order: a conversation's `conversation.opened` before its first `message.received`.
+    const events: Array<OutboxMessage & { messageId: string }> = [];
+    const announced = new Set<string>();
+    for (const r of rows) {
+      const c = conversations.get(r.contactId)!;
+      if (c.opened && !announced.has(c.conversation.id)) {
+        announced.add(c.conversation.id);
+        events.push({ ...conversationEvent(c.conversation, "conversation.opened"), messageId: r.id });
+      }
+      events.push({ ...messageReceivedEvent(inboundRow(r)), messageId: r.id });
     }
-    await enqueue(tx, "messaging", events);
+    await messagesRepository.insertInboundBatch(tx, rows, events);
   });
+}
+
+/** The row an inbound insert stores, for its event (the event reads no column the database fills in but `created_at`). */
+function inboundRow(r: InboundInsert): MessageRow {
+  return {
+    id: r.id,
+    organization_id: r.organizationId,
+    channel_id: r.channelId,
+    conversation_id: r.conversationId,
+    contact_id: r.contactId,
+    phone: r.phone,
+    direction: "inbound",
+    type: r.type,
+    text: r.text,
+    button_text: r.buttonText,
+    button_payload: r.buttonPayload,
+    status: "received" as MessageStatus,
+    provider_message_id: r.providerMessageId,
+    provider_timestamp: r.providerTimestamp,
+    template_job_id: null,
+    send_key: null,
+    template_payload: null,
+    error_code: null,
+    error_title: null,
+    attempts: 0,
+    lease_until: null,
+    next_attempt_at: null,
+    created_at: r.providerTimestamp,
+    updated_at: r.providerTimestamp,
+  };
 }
 
 function content(m: ProviderInboundMessage): { text: string | null; buttonText: string | null; buttonPayload: string | null } {

@@ -341,6 +341,74 @@ export const messagesRepository = {
     return rows[0];
   },
 
+  /**
+   * Inbound messages of one provider batch in one statement: the messages
+   * (a provider id already stored is skipped), each (channel, phone)'s service
+   * window moved forward to its latest message, and the events of the
+   * messages actually stored (`eventOf` names the message an event belongs
+   * to), all in input order. Returns the stored rows.
+   */
+  async insertInboundBatch(q: Queryable, rows: InboundInsert[], events: Array<OutboxMessage & { messageId: string }>): Promise<MessageRow[]> {
+    if (rows.length === 0) return [];
+    return run(
+      q,
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                              $11::text[], $12::timestamptz[]) WITH ORDINALITY
+           AS i(id, organization_id, channel_id, conversation_id, contact_id, phone, type, text, button_text, button_payload, provider_message_id,
+                provider_timestamp, ord)
+       ), msg AS (
+         INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, button_text,
+           button_payload, status, provider_message_id, provider_timestamp)
+         SELECT id, organization_id, channel_id, conversation_id, contact_id, phone, 'inbound', type, text, button_text, button_payload, 'received',
+           provider_message_id, provider_timestamp
+         FROM input ORDER BY ord
+         ON CONFLICT (provider_message_id) WHERE direction = 'inbound' DO NOTHING
+         RETURNING *
+       ), win AS (
+         INSERT INTO ${SCHEMA}.service_windows (channel_id, phone, last_inbound_at)
+         SELECT channel_id, phone, max(provider_timestamp) FROM msg GROUP BY channel_id, phone ORDER BY channel_id, phone
+         ON CONFLICT (channel_id, phone) DO UPDATE SET last_inbound_at = greatest(service_windows.last_inbound_at, EXCLUDED.last_inbound_at)
+         RETURNING 1
+       ), evt AS (
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+         SELECT e.msg_id, e.subject, e.payload
+         FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) WITH ORDINALITY AS e(message_id, msg_id, subject, payload, ord)
+         WHERE e.message_id IN (SELECT id FROM msg)
+         ORDER BY e.ord
+         RETURNING 1
+       )
+       SELECT msg.*, (SELECT count(*) FROM win) AS windows, (SELECT count(*) FROM evt) AS events FROM msg`,
+      [
+        rows.map((m) => m.id),
+        rows.map((m) => m.organizationId),
+        rows.map((m) => m.channelId),
+        rows.map((m) => m.conversationId),
+        rows.map((m) => m.contactId),
+        rows.map((m) => m.phone),
+        rows.map((m) => m.type),
+        rows.map((m) => m.text),
+        rows.map((m) => m.buttonText),
+        rows.map((m) => m.buttonPayload),
+        rows.map((m) => m.providerMessageId),
+        rows.map((m) => m.providerTimestamp),
+        events.map((e) => e.messageId),
+        events.map((e) => e.msgId),
+        events.map((e) => e.subject),
+        events.map((e) => JSON.stringify(e.payload)),
+      ],
+    );
+  },
+
+  /** Serializes the handling of these provider message ids across transactions (and replicas), in one order, until commit. */
+  async lockInboundIds(q: Queryable, providerMessageIds: string[]): Promise<void> {
+    await run(
+      q,
+      `SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT DISTINCT hashtext('messaging.inbound:' || id) AS k FROM unnest($1::text[]) AS id ORDER BY 1 OFFSET 0) AS s`,
+      [providerMessageIds],
+    );
+  },
+
   async knownInboundIds(q: Queryable, providerMessageIds: string[]): Promise<Set<string>> {
     const rows: Array<{ provider_message_id: string }> = await run(q, 
       `SELECT provider_message_id FROM ${SCHEMA}.messages WHERE direction = 'inbound' AND provider_message_id = ANY($1::text[])`,
