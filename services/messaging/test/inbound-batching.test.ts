@@ -2,7 +2,7 @@ import { expect } from "chai";
 import { Client } from "pg";
 import { STREAMS, SUBJECTS } from "@platform/contracts";
 import { eventually } from "@platform/testing";
-import { createChannel, eventsOf, newOrg, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
+import { api, createChannel, eventsOf, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 /**
  * The inbound batch is written set-based (one statement per kind of row).
@@ -87,5 +87,91 @@ describe("provider inbound batches under concurrent redelivery", () => {
       const latest = Math.max(...messages.filter((m) => `+${m.from}` === w.phone).map((m) => Number(m.timestamp)));
       expect(new Date(w.last_inbound_at).getTime()).to.equal(latest * 1000);
     }
+  });
+});
+
+/**
+ * Statuses are applied by one set-based UPDATE per batch with the
+ * forward-only rules in SQL. The same statuses redelivered concurrently in
+ * several batches (different bytes, orders and companions) move each message
+ * once: one `message.delivered` and one `message.read` each, none after.
+ */
+describe("provider status batches under concurrent redelivery", () => {
+  let h: Harness;
+  let db: Client;
+  before(async function () {
+    this.timeout(60_000);
+    h = await sharedHarness();
+    db = new Client({ connectionString: h.env.databaseUrl });
+    await db.connect();
+  });
+  after(async () => {
+    await db.end();
+  });
+
+  it("each transition is applied and emitted once; final states never move; a pending message that jumps ahead gets its sent", async function () {
+    this.timeout(60_000);
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phones = Array.from({ length: 4 }, () => uniquePhone());
+    for (const p of phones) await receiveInbound(h, channel, p);
+    h.sim.setWebhookUrl(undefined);
+    const sent: Array<{ id: string; providerMessageId: string; phone: string }> = [];
+    try {
+      for (let k = 0; k < 12; k++) {
+        const res = await api(h, org).post("/api/v1/messages").send({ to: phones[k % phones.length], text: `s${k}` });
+        expect(res.status).to.equal(200);
+        sent.push({ id: res.body.id, providerMessageId: res.body.providerMessageId, phone: phones[k % phones.length] });
+      }
+    } finally {
+      h.sim.setWebhookUrl(h.webhookUrl);
+    }
+    // One message is put back to pending (its send answer "not stored yet"): delivered makes it sent, then delivered.
+    await db.query(`UPDATE messaging.messages SET status = 'pending' WHERE id = $1`, [sent[0].id]);
+    const status = (m: (typeof sent)[number], s: string, byOurId: boolean) => ({
+      id: m.providerMessageId,
+      status: s,
+      timestamp: String(Math.floor(Date.now() / 1000)),
+      recipient_id: m.phone.slice(1),
+      ...(byOurId ? { biz_opaque_callback_data: m.id } : {}),
+    });
+    // Eight batches, each with sent, delivered, read for every message in order (by our id or the provider's), a late
+    // delivered and a failed after read; messages in a different order per batch.
+    const batches = Array.from({ length: 8 }, (_, b) => {
+      const order = b % 2 ? [...sent].reverse() : sent;
+      const statuses = order.flatMap((m) => [status(m, "sent", b % 3 === 0), status(m, "delivered", b % 3 === 1), status(m, "read", b % 3 === 2)]);
+      statuses.push(status(sent[1], "delivered", false), status(sent[2], "failed", true));
+      return {
+        object: "whatsapp_business_account",
+        entry: [{ id: "waba", changes: [{ field: "messages", value: { metadata: { phone_number_id: channel.providerPhoneNumberId }, statuses } }] }],
+      };
+    });
+    await Promise.all(
+      batches.map((body, b) =>
+        h.bus.publish(SUBJECTS.providerInbound.subject, { body: JSON.stringify(body, null, b % 3), receivedAt: new Date().toISOString() }, { msgId: `${org}-st-${b}` }),
+      ),
+    );
+    const ids = new Set(sent.map((m) => m.id));
+    await eventually(async () => {
+      const { rows } = await db.query(`SELECT count(*)::int AS n FROM messaging.messages WHERE id = ANY($1) AND status = 'read'`, [[...ids]]);
+      return rows[0].n === sent.length;
+    }, 30_000);
+    await eventually(async () => {
+      const info = await h.bus.jsm.consumers.info(h.bus.streamName(STREAMS.provider), "messaging-provider-inbound");
+      const { rows } = await db.query(`SELECT count(*)::int AS n FROM messaging.outbox`);
+      return info.num_pending === 0 && info.num_ack_pending === 0 && rows[0].n === 0;
+    }, 30_000);
+    await eventually(() => eventsOf(h, "message.read", (d) => ids.has(d.messageId)).length >= sent.length, 10_000);
+
+    for (const type of ["message.delivered", "message.read"]) {
+      const events = eventsOf(h, type, (d) => ids.has(d.messageId));
+      expect(events.map((e) => e.data.messageId).sort(), type).to.deep.equal([...ids].sort());
+    }
+    // The pending one got exactly one sent from the statuses; the others had theirs from the send and get none more.
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === sent[0].id)).to.have.length(2);
+    for (const m of sent.slice(1)) expect(eventsOf(h, "message.sent", (d) => d.messageId === m.id)).to.have.length(1);
+    expect(eventsOf(h, "message.failed", (d) => ids.has(d.messageId))).to.have.length(0);
+    const { rows } = await db.query(`SELECT id, status, provider_message_id FROM messaging.messages WHERE id = ANY($1)`, [[...ids]]);
+    for (const r of rows) expect(r).to.deep.equal({ id: r.id, status: "read", provider_message_id: sent.find((m) => m.id === r.id)!.providerMessageId });
   });
 });

@@ -184,51 +184,51 @@ const FINAL = new Set<MessageStatus>(["read", "failed"]);
  * any non-final state; `read` and `failed` are final. Each transition is
  * emitted once. A message still `pending` (its send answer not stored yet)
  * that jumps ahead also gets its `message.sent`, since the provider has it.
+ *
+ * One transaction: one set-based UPDATE decides every message's new status
+ * with these rules in SQL (`applyStatusBatch`), then the events of exactly
+ * the changes it made go to the outbox in the same transaction.
  */
 async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: ProviderStatus[]): Promise<void> {
-  const ourIds = statuses.map((s) => s.biz_opaque_callback_data).filter((x): x is string => typeof x === "string" && x.length > 0);
-  const providerIds = statuses.map((s) => s.id);
+  const input = statuses.map((s) => {
+    const e = s.status === "failed" ? s.errors?.[0] : undefined;
+    return {
+      ourId: s.biz_opaque_callback_data ? s.biz_opaque_callback_data : null,
+      providerMessageId: s.id,
+      status: s.status,
+      errorCode: s.status === "failed" ? (e ? String(e.code) : "unknown") : null,
+      errorTitle: s.status === "failed" ? (e?.title ?? e?.message ?? "Message failed") : null,
+    };
+  });
   await ctx.db.transaction(async (tx) => {
-    const rows = await messagesRepository.lockForStatuses(tx, channel.id, ourIds, providerIds);
-    if (rows.length === 0) return;
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const byProviderId = new Map(rows.filter((r) => r.provider_message_id).map((r) => [r.provider_message_id!, r]));
-    const touched = new Map<string, MessageRow>();
+    const changed = await messagesRepository.applyStatusBatch(tx, channel.id, input);
+    if (changed.length === 0) return;
     const events: OutboxMessage[] = [];
-
-    for (const s of statuses) {
-      const row = (s.biz_opaque_callback_data ? byId.get(s.biz_opaque_callback_data) : undefined) ?? byProviderId.get(s.id);
-      if (!row) continue;
-      const target = s.status as MessageStatus;
-      if (FINAL.has(row.status) || (target !== "failed" && !(target in RANK))) continue;
-      if (target !== "failed" && RANK[target] <= RANK[row.status]) continue;
-
-      const before = row.status;
-      if (!row.provider_message_id) row.provider_message_id = s.id;
-      if (before === "pending" && target !== "sent") {
-        row.status = "sent";
-        events.push(messageStatusEvent({ ...row }, "sent"));
-      }
-      row.status = target;
-      if (target === "failed") {
-        const e = s.errors?.[0];
-        row.error_code = e ? String(e.code) : "unknown";
-        row.error_title = e?.title ?? e?.message ?? "Message failed";
-      }
-      events.push(messageStatusEvent({ ...row }, target as OutboundEventStatus));
-      touched.set(row.id, row);
+    for (const { old_status: before, ...row } of changed) {
+      const mine = input.filter((s) => s.ourId === row.id || (s.providerMessageId === row.provider_message_id && !changed.some((c) => c.id === s.ourId)));
+      for (const step of transitions(before, mine.map((s) => s.status), row.status)) events.push(messageStatusEvent(row, step));
     }
-
-    await messagesRepository.applyStatuses(
-      tx,
-      [...touched.values()].map((r) => ({
-        id: r.id,
-        status: r.status,
-        providerMessageId: r.provider_message_id,
-        errorCode: r.status === "failed" ? r.error_code : null,
-        errorTitle: r.status === "failed" ? r.error_title : null,
-      })),
-    );
     await enqueue(tx, "messaging", events);
   });
+}
+
+/**
+ * The events of one message's change from `before` to `after` under the
+ * batch's statuses (in batch order): the same rules as the SQL, replayed to
+ * name each step; `message.sent` first when a pending message jumps ahead.
+ */
+export function transitions(before: MessageStatus, targets: string[], after: MessageStatus): OutboundEventStatus[] {
+  const steps: OutboundEventStatus[] = [];
+  let current = before;
+  for (const target of targets) {
+    if (FINAL.has(current)) break;
+    if (target !== "failed" && !(target in RANK)) continue;
+    if (target !== "failed" && RANK[target] <= RANK[current]) continue;
+    if (current === "pending" && target !== "sent") steps.push("sent");
+    steps.push(target as OutboundEventStatus);
+    current = target as MessageStatus;
+  }
+  // The database decided; the replay only names the steps. They agree by construction; if ever not, the database's state wins.
+  if (current !== after) return before === "pending" && after !== "sent" ? ["sent", after as OutboundEventStatus] : [after as OutboundEventStatus];
+  return steps;
 }

@@ -482,6 +482,73 @@ export const messagesRepository = {
     );
   },
 
+  /**
+   * A provider batch's statuses for one channel, applied in ONE statement with
+   * the forward-only rules in SQL. Each status names its message by our id
+   * (callback data) or, when that names none, by the provider's id. Per
+   * message, in batch order: nothing moves a final message (`read`, `failed`);
+   * the first `read` or `failed` of the batch ends it; otherwise it moves to
+   * the highest of `sent` < `delivered` it was given, if above where it is.
+   * Rows are locked in id order (concurrent batches never deadlock) and read
+   * after the lock, so concurrent batches apply one after the other. Returns
+   * the changed rows with their status before the change.
+   */
+  async applyStatusBatch(
+    q: Queryable,
+    channelId: string,
+    statuses: Array<{ ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null }>,
+  ): Promise<Array<MessageRow & { old_status: MessageStatus }>> {
+    if (statuses.length === 0) return [];
+    return run(
+      q,
+      `WITH input AS (
+         SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
+           AS s(our_id, pmid, status, error_code, error_title, ord)
+         WHERE s.status IN ('sent', 'delivered', 'read', 'failed')
+       ), locked AS (
+         SELECT m.id, m.status, m.provider_message_id FROM ${SCHEMA}.messages m
+         WHERE m.direction = 'outbound' AND m.channel_id = $1
+           AND (m.id = ANY(SELECT our_id FROM input) OR m.provider_message_id = ANY(SELECT pmid FROM input))
+         ORDER BY m.id FOR UPDATE
+       ), matched AS (
+         SELECT l.id, l.status AS old_status, s.*
+         FROM input s JOIN locked l ON l.id = coalesce(
+           (SELECT b.id FROM locked b WHERE b.id = s.our_id),
+           (SELECT b.id FROM locked b WHERE b.provider_message_id = s.pmid ORDER BY b.id LIMIT 1))
+       ), per_msg AS (
+         SELECT id, min(old_status) AS old_status,
+           min(ord) FILTER (WHERE status IN ('read', 'failed')) AS stop_ord,
+           max(CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 END) AS max_rank,
+           (array_agg(pmid ORDER BY ord))[1] AS pmid
+         FROM matched GROUP BY id
+       ), decided AS (
+         SELECT p.id, p.old_status, p.pmid, f.error_code, f.error_title,
+           CASE
+             WHEN p.old_status IN ('read', 'failed') THEN p.old_status
+             WHEN p.stop_ord IS NOT NULL THEN f.status
+             WHEN p.max_rank > CASE p.old_status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 ELSE 3 END
+               THEN (ARRAY['sent', 'delivered'])[p.max_rank]
+             ELSE p.old_status
+           END AS new_status
+         FROM per_msg p LEFT JOIN matched f ON f.id = p.id AND f.ord = p.stop_ord
+       )
+       UPDATE ${SCHEMA}.messages m SET status = d.new_status, provider_message_id = coalesce(m.provider_message_id, d.pmid),
+         error_code = CASE WHEN d.new_status = 'failed' THEN d.error_code ELSE m.error_code END,
+         error_title = CASE WHEN d.new_status = 'failed' THEN d.error_title ELSE m.error_title END,
+         lease_until = NULL, next_attempt_at = NULL, updated_at = clock_timestamp()
+       FROM decided d WHERE m.id = d.id AND d.new_status <> d.old_status
+       RETURNING m.*, d.old_status`,
+      [
+        channelId,
+        statuses.map((s) => s.ourId),
+        statuses.map((s) => s.providerMessageId),
+        statuses.map((s) => s.status),
+        statuses.map((s) => s.errorCode),
+        statuses.map((s) => s.errorTitle),
+      ],
+    );
+  },
+
   /** Applies many status changes in one statement. */
   async applyStatuses(
     q: Queryable,
