@@ -508,7 +508,8 @@ export const messagesRepository = {
        ), locked AS (
          SELECT m.id, m.status, m.provider_message_id FROM ${SCHEMA}.messages m
          WHERE m.direction = 'outbound' AND m.channel_id = $1
-           AND (m.id = ANY(SELECT our_id FROM input) OR m.provider_message_id = ANY(SELECT pmid FROM input))
+           -- The parameters themselves (not the CTE): the planner then reads both indexes (BitmapOr), never the whole table.
+           AND (m.id = ANY($2::text[]) OR m.provider_message_id = ANY($3::text[]))
          ORDER BY m.id FOR UPDATE
        ), matched AS (
          SELECT l.id, l.status AS old_status, s.*
