@@ -7,6 +7,7 @@ import {
   type ProviderStatus,
 } from "@platform/contracts";
 import { newId } from "@platform/id";
+import { Batcher } from "@platform/runtime";
 import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
@@ -95,11 +96,59 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
     waIds: senders.map(([, m]) => m.from.replace(/[^\d]/g, "")),
   });
 
-  // One transaction, a fixed number of statements whatever the batch size:
-  // lock the batch's provider ids (two replicas handling the same provider
-  // message serialize here; the second finds it stored), skip the stored ones,
-  // open or touch each contact's conversation, then store the messages, move
-  // the service windows and write the events in one statement.
+  await groupOf(ctx).inbound.submit(channel.id, { channel, items: fresh.map(({ m, phone }) => ({ m, phone, contactId: contactIds.get(phone)! })) }).then(settle);
+}
+
+type InboundItem = { m: ProviderInboundMessage; phone: string; contactId: string };
+type StatusInput = { ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null };
+type Outcome = { ok: true } | { ok: false; err: unknown };
+const settle = (o: Outcome): void => {
+  if (!o.ok) throw o.err;
+};
+
+/**
+ * Group commit across concurrently consumed provider batches, per channel
+ * (`Batcher`): the batches that arrive while one channel's write is in flight
+ * are written together in the next transaction. Each batch's promise settles
+ * when its own rows are committed, so the bus acks only what is durable. If a
+ * group's transaction fails, each of its batches is tried alone, so one batch
+ * that cannot be stored never holds back the others.
+ */
+const groups = new WeakMap<MessagingContext, { inbound: Batcher<{ channel: ChannelRow; items: InboundItem[] }, Outcome>; statuses: Batcher<{ channel: ChannelRow; input: StatusInput[] }, Outcome> }>();
+function groupOf(ctx: MessagingContext) {
+  let g = groups.get(ctx);
+  if (!g) {
+    const grouped =
+      <T extends { channel: ChannelRow }>(write: (channel: ChannelRow, units: T[]) => Promise<void>) =>
+      async (_channelId: string, units: T[]): Promise<Outcome[]> => {
+        try {
+          await write(units[0].channel, units);
+          return units.map(() => ({ ok: true }));
+        } catch (err) {
+          if (units.length === 1) return [{ ok: false, err }];
+          const alone: Outcome[] = [];
+          for (const u of units) alone.push(await write(u.channel, [u]).then((): Outcome => ({ ok: true }), (e: unknown): Outcome => ({ ok: false, err: e })));
+          return alone;
+        }
+      };
+    g = {
+      inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100),
+      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100),
+    };
+    groups.set(ctx, g);
+  }
+  return g;
+}
+
+/**
+ * Inbound messages of one channel (one or several provider batches) in one
+ * transaction of a fixed number of statements whatever their count: lock the
+ * provider ids (two replicas handling the same provider message serialize
+ * here; the second finds it stored), skip the stored ones, open or touch each
+ * contact's conversation, then store the messages, move the service windows
+ * and write the events in one statement.
+ */
+async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: InboundItem[]): Promise<void> {
   await ctx.db.transaction(async (tx) => {
     const unique = [...new Map(fresh.map((i) => [i.m.id, i])).values()];
     await messagesRepository.lockInboundIds(tx, unique.map((i) => i.m.id));
@@ -109,10 +158,9 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
     const conversations = await conversationsRepository.openOrTouchMany(tx, {
       organizationId: channel.organization_id,
       channelId: channel.id,
-      contacts: todo.map(({ phone }) => ({ contactId: contactIds.get(phone)!, phone })),
+      contacts: todo.map(({ phone, contactId }) => ({ contactId, phone })),
     });
-    const rows: InboundInsert[] = todo.map(({ m, phone }) => {
-      const contactId = contactIds.get(phone)!;
+    const rows: InboundInsert[] = todo.map(({ m, phone, contactId }) => {
       return {
         id: newId("message"),
         organizationId: channel.organization_id,
@@ -200,13 +248,28 @@ async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuse
       errorTitle: s.status === "failed" ? (e?.title ?? e?.message ?? "Message failed") : null,
     };
   });
+  await groupOf(ctx).statuses.submit(channel.id, { channel, input }).then(settle);
+}
+
+/** Statuses of one channel (one or several provider batches, in arrival order) in one transaction: one UPDATE, then the events. */
+async function writeStatuses(ctx: MessagingContext, channel: ChannelRow, input: StatusInput[]): Promise<void> {
   await ctx.db.transaction(async (tx) => {
     const changed = await messagesRepository.applyStatusBatch(tx, channel.id, input);
     if (changed.length === 0) return;
+    // Each status names its message by our id when that is a changed row, else by the provider's id (as the SQL does); in input order.
+    const changedIds = new Set(changed.map((c) => c.id));
+    const idOfProviderId = new Map(changed.filter((c) => c.provider_message_id).map((c) => [c.provider_message_id!, c.id]));
+    const targetsOf = new Map<string, string[]>();
+    for (const s of input) {
+      const id = s.ourId && changedIds.has(s.ourId) ? s.ourId : idOfProviderId.get(s.providerMessageId);
+      if (!id) continue;
+      let list = targetsOf.get(id);
+      if (!list) targetsOf.set(id, (list = []));
+      list.push(s.status);
+    }
     const events: OutboxMessage[] = [];
     for (const { old_status: before, ...row } of changed) {
-      const mine = input.filter((s) => s.ourId === row.id || (s.providerMessageId === row.provider_message_id && !changed.some((c) => c.id === s.ourId)));
-      for (const step of transitions(before, mine.map((s) => s.status), row.status)) events.push(messageStatusEvent(row, step));
+      for (const step of transitions(before, targetsOf.get(row.id) ?? [], row.status)) events.push(messageStatusEvent(row, step));
     }
     await enqueue(tx, "messaging", events);
   });
