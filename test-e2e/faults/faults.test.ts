@@ -33,6 +33,8 @@ interface FaultRecord {
 const SENDS_PER_S = 50;
 const INBOUND_PER_S = 20;
 const CONTACTS = 40;
+/** A bulk template job runs through every fault: throttled to 100,000/h (about 28/s), it lasts about as long as the faults. */
+const JOB_RECIPIENTS = 2_000;
 
 describe("faults: the stack under load while each part is broken in turn", function () {
   this.timeout(15 * 60_000);
@@ -149,6 +151,21 @@ describe("faults: the stack under load while each part is broken in turn", funct
     const inboundIds: string[] = [];
     for (const phone of phones) inboundIds.push(await sim.injectInbound({ phoneNumberId, from: phone.slice(1), text: "hi" }));
     await eventually(() => hooks.filter((h) => h.event === "message.received").length >= CONTACTS, 60_000);
+
+    // ---- a bulk template job running through the faults -------------------------------------------
+    const template = await call("POST", `/admin/v1/organizations/${org.body.id}/templates`, admin, {
+      name: "faults_notice", language: "en_US", status: "approved", bodyParameterCount: 1,
+      providerTemplateId: String(9_000_000 + Math.floor(Math.random() * 1e9)), templateAccountId: "waba_faults",
+    });
+    expect(template.status).to.equal(201);
+    const jobPhones = Array.from({ length: JOB_RECIPIENTS }, (_, i) => `+1555030${String(i).padStart(4, "0")}`);
+    const job = await call("POST", "/api/v1/templates/send", key, {
+      templateId: template.body.id,
+      messagingChannelId: channel.body.id,
+      throttlePerHour: 100_000,
+      recipients: jobPhones.map((phone, i) => ({ phone, bodyParameters: [`r${i}`] })),
+    });
+    expect(job.status, JSON.stringify(job.body)).to.equal(200);
 
     // ---- the steady load ---------------------------------------------------------------------------
     const accepted = new Set<string>();
@@ -321,6 +338,28 @@ describe("faults: the stack under load while each part is broken in turn", funct
     const splitDuplicates = [...idsByEvent].filter(([, s]) => s.size > 1).map(([k]) => k);
     const duplicates = hooks.length - new Set(hooks.map((h) => h.data.id)).size;
 
+    // The template job completes with every recipient sent exactly once.
+    const finalJob = await eventually(async () => {
+      const res = await call("GET", `/api/v1/templates/send/${job.body.id}`, key);
+      return ["completed", "failed", "cancelled"].includes(res.body.status) ? res.body : undefined;
+    }, 300_000, 1_000).catch(async () => (await call("GET", `/api/v1/templates/send/${job.body.id}`, key)).body);
+    const perRecipient = new Map<string, number>();
+    for (const r of sim.requests) {
+      const b = r.body as { type?: string; to?: string } | undefined;
+      if (b?.type === "template" && r.responseStatus === 200) perRecipient.set(b.to!, (perRecipient.get(b.to!) ?? 0) + 1);
+    }
+    const jobSkipped = jobPhones.filter((p) => !perRecipient.has(p.slice(1)));
+    const jobTwice = jobPhones.filter((p) => (perRecipient.get(p.slice(1)) ?? 0) > 1);
+
+    // Analytics counts every outbound message once, by its current status (the statuses the webhook saw last).
+    const outbound = ids.length + JOB_RECIPIENTS;
+    const readIds = new Set(hooks.filter((h) => h.event === "message.read").map((h) => h.data.messageId as string));
+    const day = new Date().toISOString().slice(0, 10);
+    const analytics = await eventually(async () => {
+      const res = await call("GET", `/api/v1/analytics?startDate=${day}&endDate=${day}`, key);
+      return res.status === 200 && res.body.outboundMessages.total === outbound && res.body.outboundMessages.counts.read === readIds.size ? res.body : undefined;
+    }, 60_000, 500).catch(async () => (await call("GET", `/api/v1/analytics?startDate=${day}&endDate=${day}`, key)).body);
+
     const hangingList = await call("GET", `/admin/v1/organizations/${org.body.id}/webhooks`, admin);
     const hangingState = hangingList.body.items.find((w: { id: string }) => w.id === hangingHook.body.id);
     const lines = [
@@ -340,6 +379,8 @@ describe("faults: the stack under load while each part is broken in turn", funct
       "",
       `- Sends accepted (200): ${ids.length}; lost (never accepted by the provider): ${lost.length}; sent to the provider more than once: ${twice.length}.`,
       `- Logical sends (one \`Idempotency-Key\` each) that reached the provider as more than one message: ${logicalTwice.length}.`,
+      `- Template job of ${JOB_RECIPIENTS} recipients (throttled to 100,000/h, running through every fault): ${finalJob.status}; sent ${finalJob.sent}, failed ${finalJob.failed}, skipped ${finalJob.skipped}; recipients never sent: ${jobSkipped.length}; sent more than once: ${jobTwice.length}.`,
+      `- Analytics for the day: total ${analytics?.outboundMessages?.total} (messages stored: ${outbound}), read ${analytics?.outboundMessages?.counts?.read} (\`message.read\` delivered: ${readIds.size}).`,
       `- Inbound messages accepted by the gateway: ${inboundIds.length}; \`message.received\` never delivered to the webhook: ${receivedNotDelivered.length}.`,
       `- \`message.sent\` never delivered to the webhook: ${sentNotDelivered.length}.`,
       `- Webhook deliveries: ${hooks.length}, of which ${duplicates} duplicates (at-least-once), all sharing their event's \`data.id\`: ${splitDuplicates.length === 0 ? "yes" : `no (${splitDuplicates.length})`}.`,
@@ -355,5 +396,10 @@ describe("faults: the stack under load while each part is broken in turn", funct
     expect(receivedNotDelivered, "message.received never delivered").to.deep.equal([]);
     expect(sentNotDelivered, "message.sent never delivered").to.deep.equal([]);
     expect(splitDuplicates, "duplicates with different data.id").to.deep.equal([]);
+    expect(finalJob.status, "the template job").to.equal("completed");
+    expect(jobSkipped, "template recipients never sent").to.deep.equal([]);
+    expect(jobTwice, "template recipients sent twice").to.deep.equal([]);
+    expect(analytics?.outboundMessages?.total, "analytics total = messages stored").to.equal(outbound);
+    expect(analytics?.outboundMessages?.counts?.read, "analytics read = message.read events").to.equal(readIds.size);
   });
 });

@@ -10,3 +10,4 @@ export * from "./messaging";
 export * from "./contacts";
 export * from "./webhooks";
 export * from "./analytics";
+export * from "./templates";

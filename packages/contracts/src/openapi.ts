@@ -16,6 +16,7 @@ import {
 } from "./api";
 import { AnalyticsQuery, AnalyticsResult } from "./analytics";
 import { PageQuery } from "./common";
+import { TemplateJob, TemplateList, TemplateSendJobRequest } from "./templates";
 import { ErrorEnvelope, statusForCode, type ErrorCode } from "./errors";
 
 const DESCRIPTIONS: Record<number, string> = {
@@ -161,6 +162,71 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     responses: { 200: json(AnalyticsResult, "Counts and rates of the period"), ...errors(["VALIDATION_ERROR"]) },
   });
 
+  registry.registerPath({
+    operationId: "listTemplates",
+    method: "get",
+    path: "/api/v1/templates",
+    summary: "List templates",
+    description: "Ordered by `createdAt`, then `id`, ascending.",
+    tags: ["Templates"],
+    security,
+    request: { query: PageQuery },
+    responses: { 200: json(TemplateList, "A page of templates"), ...errors(["VALIDATION_ERROR", "INVALID_CURSOR"]) },
+  });
+
+  registry.registerPath({
+    operationId: "sendTemplate",
+    method: "post",
+    path: "/api/v1/templates/send",
+    summary: "Queue a bulk template send job",
+    description:
+      "Queues a job that sends an approved template to 1 to 50,000 recipients, paced by the server (the channel's `messagesPerSecond` " +
+      "and `throttlePerHour`), optionally at `scheduledAt`. Each recipient's `bodyParameters` count must equal the template's. " +
+      "Opted-out recipients are skipped. Bodies up to 16 MB.",
+    tags: ["Templates"],
+    security,
+    request: { headers: idempotencyHeader, body: { content: { "application/json": { schema: TemplateSendJobRequest } }, required: true } },
+    responses: {
+      200: json(TemplateJob, "Job created"),
+      ...errors([
+        "VALIDATION_ERROR",
+        "INVALID_JSON",
+        "PAYMENT_REQUIRED",
+        "TEMPLATE_NOT_APPROVED",
+        "PROVIDER_NOT_CONNECTED",
+        "CHANNEL_NOT_FOUND",
+        "TEMPLATE_NOT_FOUND",
+        "IDEMPOTENCY_KEY_IN_USE",
+        "PAYLOAD_TOO_LARGE",
+        "IDEMPOTENCY_KEY_REUSED",
+      ]),
+    },
+  });
+
+  const jobId = z.object({ jobId: z.string().min(1).max(64).meta({ example: "job_01jd0000000000000000000000" }) });
+  registry.registerPath({
+    operationId: "getTemplateSendJob",
+    method: "get",
+    path: "/api/v1/templates/send/{jobId}",
+    summary: "A template send job with its progress",
+    tags: ["Templates"],
+    security,
+    request: { params: jobId },
+    responses: { 200: json(TemplateJob, "The job"), ...errors(["NOT_FOUND"]) },
+  });
+
+  registry.registerPath({
+    operationId: "cancelTemplateSendJob",
+    method: "post",
+    path: "/api/v1/templates/send/{jobId}/cancel",
+    summary: "Cancel a template send job",
+    description: "Stops the job (`cancelled`); a job already completed, cancelled or failed is answered unchanged.",
+    tags: ["Templates"],
+    security,
+    request: { params: jobId },
+    responses: { 200: json(TemplateJob, "The job"), ...errors(["NOT_FOUND", "PAYMENT_REQUIRED"]) },
+  });
+
   const generator = new OpenApiGeneratorV31(registry.definitions);
   return generator.generateDocument({
     openapi: "3.1.0",
@@ -179,6 +245,7 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
       { name: "Contacts", description: "Contacts of the organization" },
       { name: "Opt-outs", description: "Per-channel opt-outs" },
       { name: "Analytics", description: "Outbound message analytics" },
+      { name: "Templates", description: "Approved templates and bulk template send jobs" },
     ],
   });
 }

@@ -9,6 +9,7 @@ import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { TemplateSends1764000000000 } from "./db/migrations/1764000000000-TemplateSends";
 import { AdaptivePacing1764000001000 } from "./db/migrations/1764000001000-AdaptivePacing";
+import { IdempotencyMessage1764000002000 } from "./db/migrations/1764000002000-IdempotencyMessage";
 import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
@@ -39,7 +40,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000],
+  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {

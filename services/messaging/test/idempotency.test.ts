@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { eventually } from "@platform/testing";
+import { requestHash } from "../src/use-cases/idempotency";
 import { api, createChannel, newOrg, providerRequestsFor, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 describe("Idempotency-Key on POST /api/v1/messages", () => {
@@ -72,6 +73,59 @@ describe("Idempotency-Key on POST /api/v1/messages", () => {
     expect(second.status).to.equal(409);
     expect(second.body.error.code).to.equal("IDEMPOTENCY_KEY_IN_USE");
     expect((await first).status).to.equal(200);
+  });
+
+  const db = () => (h.svc as unknown as { deps: { db: import("typeorm").DataSource } }).deps.db;
+  /** What a request that died mid-way leaves behind: its claim `processing`, older than the takeover delay. */
+  const abandon = (org: string, key: string) =>
+    db().query(
+      `UPDATE messaging.idempotency_keys SET state = 'processing', response_status = NULL, response_body = NULL,
+         created_at = clock_timestamp() - interval '31 seconds' WHERE organization_id = $1 AND key = $2`,
+      [org, key],
+    );
+
+  it("a retry after the first request died answers the message that request stored, never a second message", async () => {
+    const { org, phone } = await ready();
+    const key = `k-dead-${Date.now()}`;
+    const text = `died after storing ${key}`;
+    const first = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text });
+    expect(first.status).to.equal(200);
+    await abandon(org, key);
+    const retry = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text });
+    expect(retry.status).to.equal(200);
+    expect(retry.body.id).to.equal(first.body.id);
+    expect(retry.body.conversationId).to.equal(first.body.conversationId);
+    const rows = await db().query(`SELECT id FROM messaging.messages WHERE organization_id = $1 AND text = $2`, [org, text]);
+    expect(rows.map((r: { id: string }) => r.id)).to.deep.equal([first.body.id]);
+    expect(providerRequestsFor(h, first.body.id)).to.have.length(1);
+    // The takeover's answer is kept like any other: the next retry is a replay.
+    const replay = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text });
+    expect(replay.headers["idempotent-replayed"]).to.equal("true");
+    expect(replay.body.id).to.equal(first.body.id);
+  });
+
+  it("a retry after the first request died before storing sends the message once, with the id the claim fixed", async () => {
+    const { org, phone } = await ready();
+    const key = `k-early-${Date.now()}`;
+    const text = `died before storing ${key}`;
+    await db().query(
+      `INSERT INTO messaging.idempotency_keys (organization_id, key, request_hash, state, expires_at, message_id, created_at)
+       VALUES ($1, $2, $3, 'processing', clock_timestamp() + interval '1 day', 'msg_claimedbeforedying0000000', clock_timestamp() - interval '31 seconds')`,
+      [org, key, requestHash({ to: phone, text })],
+    );
+    const retry = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text });
+    expect(retry.status).to.equal(200);
+    expect(retry.body.id).to.equal("msg_claimedbeforedying0000000");
+    await eventually(() => providerRequestsFor(h, retry.body.id).length === 1, 10_000);
+    // A live claim (younger than the takeover delay) is still 409.
+    const live = `k-live-${Date.now()}`;
+    await db().query(
+      `INSERT INTO messaging.idempotency_keys (organization_id, key, request_hash, state, expires_at, message_id)
+       VALUES ($1, $2, $3, 'processing', clock_timestamp() + interval '1 day', 'msg_live00000000000000000000')`,
+      [org, live, requestHash({ to: phone, text })],
+    );
+    const busy = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", live).send({ to: phone, text });
+    expect([busy.status, busy.body.error.code]).to.deep.equal([409, "IDEMPOTENCY_KEY_IN_USE"]);
   });
 
   it("validates the key: over 255 characters is 400", async () => {

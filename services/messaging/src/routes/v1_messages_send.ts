@@ -2,7 +2,7 @@ import { IdempotencyKey, SendMessageRequest } from "@platform/contracts";
 import { headerOf, organizationFrom, parseBody, parseValue, type JsonRoute } from "@platform/http";
 import type { MessagingContext } from "../context";
 import { withIdempotency } from "../use-cases/idempotency";
-import { sendMessage } from "../use-cases/send-message";
+import { answerOfStoredSend, sendMessage } from "../use-cases/send-message";
 
 /** POST /api/v1/messages (with optional `Idempotency-Key`): the send path's hot route, so a JSON route (fast path). */
 export function v1MessagesSend(ctx: MessagingContext): JsonRoute {
@@ -13,8 +13,13 @@ export function v1MessagesSend(ctx: MessagingContext): JsonRoute {
       const organizationId = organizationFrom(req);
       const rawKey = headerOf(req, "idempotency-key");
       const key = rawKey === undefined ? undefined : parseValue(IdempotencyKey, rawKey, "headers.Idempotency-Key");
-      const answer = await withIdempotency(ctx, organizationId, key, req.body ?? null, async () =>
-        sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req)),
+      const answer = await withIdempotency(
+        ctx,
+        organizationId,
+        key,
+        req.body ?? null,
+        (messageId) => sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req), messageId),
+        (messageId) => answerOfStoredSend(ctx, organizationId, messageId),
       );
       return { status: answer.status, body: answer.body, headers: answer.replayed ? { "Idempotent-Replayed": "true" } : undefined };
     },

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "@platform/http";
+import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { idempotencyKeysRepository } from "../db/repositories/idempotency-keys.repository";
 
@@ -28,29 +29,37 @@ export const requestHash = (body: unknown) => createHash("sha256").update(canoni
  * Same key and body: the first answer again (status included). Different
  * body: 422. Still running: 409. Answers of 5xx are not kept, so a retry after
  * an outage does the work.
+ *
+ * `work` creates the message with the id it is given, which the claim fixes.
+ * A request whose process died leaves its claim `processing`; the next retry
+ * after ABANDONED_AFTER_MS takes it over and first asks `recover` for that
+ * message: if the dead request stored it, that message is the answer (the
+ * stalled-send sweep sends it if it was not sent), never a second message.
  */
 export async function withIdempotency(
   ctx: MessagingContext,
   organizationId: string,
   key: string | undefined,
   body: unknown,
-  work: () => Promise<Answer>,
+  work: (messageId: string) => Promise<Answer>,
+  recover: (messageId: string) => Promise<Answer | undefined>,
 ): Promise<Answer> {
-  if (key === undefined) return runToAnswer(work);
+  if (key === undefined) return runToAnswer(() => work(newId("message")));
   const hash = requestHash(body);
-  const existing = await idempotencyKeysRepository.claim(ctx.db, organizationId, key, hash);
-  if (existing) {
-    if (existing.request_hash !== hash) {
+  const claim = await idempotencyKeysRepository.claim(ctx.db, organizationId, key, hash, newId("message"));
+  if (!("messageId" in claim)) {
+    if (claim.request_hash !== hash) {
       throw new ApiError("IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was used with a different request body");
     }
-    if (existing.state !== "done" || existing.response_status === null) {
+    if (claim.state !== "done" || claim.response_status === null) {
       throw new ApiError("IDEMPOTENCY_KEY_IN_USE", "A request with this Idempotency-Key is still being processed");
     }
-    return { status: existing.response_status, body: existing.response_body, replayed: true };
+    return { status: claim.response_status, body: claim.response_body, replayed: true };
   }
   let answer: Answer;
   try {
-    answer = await runToAnswer(work);
+    const recovered = claim.takenOver ? await recover(claim.messageId) : undefined;
+    answer = recovered ?? (await runToAnswer(() => work(claim.messageId)));
   } catch (err) {
     await idempotencyKeysRepository.release(ctx.db, organizationId, key).catch(() => undefined);
     throw err;

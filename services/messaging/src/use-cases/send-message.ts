@@ -2,6 +2,7 @@ import { normalizePhone, type MessageResponse, type SendMessageRequest } from "@
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
+import { messagesRepository } from "../db/repositories/messages.repository";
 import { resolveContact } from "./contacts";
 import { attemptSend, leaseMs } from "./deliver";
 
@@ -17,7 +18,7 @@ export type SendMessageResult = { status: 200; body: MessageResponse };
  * provider answered, the lease runs out and the stalled-send sweep hands the
  * message to the retry worker (work.messaging.send.v1), which sends it once.
  */
-export async function sendMessage(ctx: MessagingContext, organizationId: string, input: SendMessageRequest): Promise<SendMessageResult> {
+export async function sendMessage(ctx: MessagingContext, organizationId: string, input: SendMessageRequest, messageId = newId("message")): Promise<SendMessageResult> {
   const phone = normalizePhone(input.to);
   if (!phone) throw ApiError.validation([{ path: "to", message: "is not a valid phone number" }]);
 
@@ -46,7 +47,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   }
 
   const { message: stored, paceWaitMs } = await ctx.writes.store({
-    id: newId("message"),
+    id: messageId,
     organizationId,
     channelId: channel.id,
     contactId,
@@ -75,4 +76,19 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
       if (outcome.message?.status === "failed") throw new ApiError("UPSTREAM_REJECTED", "The provider rejected the message");
       return { status: 200, body: { ...base, providerMessageId: outcome.message?.provider_message_id ?? null } };
   }
+}
+
+/**
+ * The answer a send gave, or would have given, for a message already stored
+ * (an Idempotency-Key's request that died after storing it): the message as
+ * it stands now. Undefined when no such message exists.
+ */
+export async function answerOfStoredSend(ctx: MessagingContext, organizationId: string, messageId: string): Promise<{ status: number; body: unknown } | undefined> {
+  const [m] = await messagesRepository.findByIds(ctx.db, organizationId, [messageId]);
+  if (!m) return undefined;
+  if (m.status === "failed") {
+    const rejected = new ApiError("UPSTREAM_REJECTED", `The provider rejected the message: ${m.error_title ?? m.error_code ?? "rejected"}`);
+    return { status: rejected.status, body: rejected.toJSON() };
+  }
+  return { status: 200, body: { id: m.id, conversationId: m.conversation_id, contactId: m.contact_id, providerMessageId: m.provider_message_id } };
 }

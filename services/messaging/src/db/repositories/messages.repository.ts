@@ -157,6 +157,11 @@ export type TemplateInput = {
 };
 
 export const messagesRepository = {
+  /** Messages of the organization by id (any direction of status). */
+  async findByIds(q: Queryable, organizationId: string, ids: string[]): Promise<MessageRow[]> {
+    return run(q, `SELECT * FROM ${SCHEMA}.messages WHERE organization_id = $1 AND id = ANY($2::text[])`, [organizationId, ids]);
+  },
+
   /**
    * Stores one batch of template sends in ONE statement: conversations opened
    * (with `conversation.opened`) or touched, messages `pending` and leased for

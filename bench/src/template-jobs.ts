@@ -1,0 +1,252 @@
+/**
+ * `npm run bench -- template-jobs`: one 50,000-recipient template job on ONE
+ * channel of 1,000 messages per second, no throttle, through the gateway, with
+ * every service its own process (template-jobs, messaging, contacts, gateway)
+ * and the provider simulator; while it runs, 20 single `POST /api/v1/messages`
+ * per second on the same channel. Then a throttled job (36,000/h) for one
+ * minute.
+ *
+ * Targets (issue 10): accept in under 1 s; between the 10% and 90% marks at
+ * least 900 recipients sent per second, and never more than 1,000 provider
+ * sends on the channel in any second; every service under 250 MB resident;
+ * throttle within 2% over a minute; the single sends' p99 under 100 ms.
+ */
+import { createHash } from "node:crypto";
+import { cpus, loadavg } from "node:os";
+import path from "node:path";
+import { Client } from "pg";
+import { Bus } from "@platform/bus";
+import { STREAMS, SUBJECTS } from "@platform/contracts";
+import { createLogger } from "@platform/logging";
+import { startSimulator } from "@platform/provider-simulator";
+import { freePort } from "@platform/stack";
+import { createTestEnvironment } from "@platform/testing";
+import { rssMb, startChild, stopChild } from "./lib";
+
+const RECIPIENTS = Number(process.env.BENCH_TEMPLATE_RECIPIENTS ?? 50_000);
+const SINGLES_PER_SECOND = 20;
+const THROTTLE_PER_HOUR = 36_000;
+const THROTTLE_WINDOW_MS = Number(process.env.BENCH_THROTTLE_WINDOW_MS ?? 60_000);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
+
+/** The most sends in any 1-second window (sliding, to the millisecond). */
+function maxPerSecond(times: number[]): number {
+  const t = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, j = 0; j < t.length; j++) {
+    while (t[j] - t[i] >= 1_000) i++;
+    best = Math.max(best, j - i + 1);
+  }
+  return best;
+}
+
+export async function run(): Promise<string> {
+  const env = await createTestEnvironment("benchtpl");
+  const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: RECIPIENTS + 20_000 });
+  const baseEnv = {
+    ...process.env,
+    DATABASE_URL: env.databaseUrl,
+    NATS_URL: env.natsUrl,
+    BUS_NAMESPACE: env.namespace,
+    INTERNAL_TOKEN: env.internalToken,
+    PORT: "0",
+    LOG_LEVEL: "info",
+  };
+  const root = path.resolve(__dirname, "../..");
+  const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], baseEnv, /listening/);
+  const messaging = await startChild(
+    path.join(root, "services/messaging/dist/index.js"),
+    [],
+    { ...baseEnv, PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "bench-token" },
+    /listening/,
+  );
+  const templateJobs = await startChild(path.join(root, "services/template-jobs/dist/index.js"), [], { ...baseEnv, JOB_POLL_MS: "100" }, /listening/);
+  const gatewayPort = await freePort();
+  const adminToken = "bench-admin-token-0123456789";
+  const gateway = await startChild(
+    path.join(root, "services/gateway/dist/index.js"),
+    [],
+    {
+      ...baseEnv,
+      PORT: String(gatewayPort),
+      ADMIN_TOKEN: adminToken,
+      MESSAGING_URL: `http://127.0.0.1:${messaging.port}`,
+      CONTACTS_URL: `http://127.0.0.1:${contacts.port}`,
+      TEMPLATE_JOBS_URL: `http://127.0.0.1:${templateJobs.port}`,
+    },
+    /gateway listening/,
+  );
+  const children = { gateway, messaging, contacts, "template-jobs": templateJobs };
+  const peak: Record<string, number> = {};
+  const sampler = setInterval(() => {
+    for (const [name, c] of Object.entries(children)) void rssMb(c.child.pid).then((v) => (peak[name] = Math.max(peak[name] ?? 0, v || 0)));
+  }, 250);
+  const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-templates", log: createLogger("bench", "silent") });
+  const db = new Client({ connectionString: env.databaseUrl });
+  await db.connect();
+  try {
+    const url = `http://127.0.0.1:${gatewayPort}`;
+    const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const post = async (p: string, body: unknown, headers: Record<string, string> = admin) => {
+      const res = await fetch(`${url}${p}`, { method: "POST", headers, body: JSON.stringify(body) });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${p}: ${res.status} ${text.slice(0, 300)}`);
+      return JSON.parse(text);
+    };
+    const org = (await post("/admin/v1/organizations", { name: "bench", rateLimit: { perSecond: 1_000_000, burst: 1_000_000 } })).id as string;
+    const key = (await post(`/admin/v1/organizations/${org}/api-keys`, { name: "bench" })).key as string;
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    const channel = await post(`/admin/v1/organizations/${org}/channels`, {
+      name: "bulk", phoneNumber: "+14155551000", providerPhoneNumberId: `bench-tpl-${env.namespace}`, messagesPerSecond: 1000,
+    });
+    const template = await post(`/admin/v1/organizations/${org}/templates`, {
+      name: "bench_promo", language: "en_US", status: "approved", bodyParameterCount: 1, providerTemplateId: "424242", templateAccountId: "waba_bench",
+    });
+
+    // Single-send recipients need an open service window: provider batches on the bus, as in production.
+    const singles = Array.from({ length: 200 }, (_, i) => `+1628${String(3_000_000 + i).padStart(7, "0")}`);
+    const now = Math.floor(Date.now() / 1000);
+    const inbound = JSON.stringify({
+      object: "whatsapp_business_account",
+      entry: [{ id: "waba_bench", changes: [{ field: "messages", value: { metadata: { phone_number_id: channel.providerPhoneNumberId }, messages: singles.map((p, i) => ({ from: p.slice(1), id: `wamid.seed.${i}.${env.namespace}`, timestamp: String(now), type: "text", text: { body: "hi" } })) } }] }],
+    });
+    await bus.publish(SUBJECTS.providerInbound.subject, { body: inbound, receivedAt: new Date().toISOString() }, { msgId: createHash("sha256").update(inbound).digest("hex") });
+    for (const start = Date.now(); ; ) {
+      const { rows } = await db.query(`SELECT count(*)::int AS n FROM messaging.service_windows`);
+      if (rows[0].n >= singles.length) break;
+      if (Date.now() - start > 60_000) throw new Error("service windows not opened");
+      await sleep(200);
+    }
+    for (const start = Date.now(); ; ) {
+      const info = await bus.jsm.consumers.info(bus.streamName(STREAMS.events), "contacts-keyword-opt-outs").catch(() => undefined);
+      if (info && info.num_pending === 0 && info.num_ack_pending === 0) break;
+      if (Date.now() - start > 60_000) break;
+      await sleep(200);
+    }
+    // Warm the send paths (JIT, pools) with a small job and a few single sends, then forget them.
+    const warm = await post("/api/v1/templates/send", { templateId: template.id, messagingChannelId: channel.id, recipients: Array.from({ length: 200 }, (_, i) => ({ phone: `+1629${String(4_000_000 + i)}`, bodyParameters: ["w"] })) }, headers);
+    for (let i = 0; i < 20; i++) await post("/api/v1/messages", { to: singles[i], text: "warm", messagingChannelId: channel.id }, headers);
+    for (const start = Date.now(); ; await sleep(200)) {
+      const job = await (await fetch(`${url}/api/v1/templates/send/${warm.id}`, { headers })).json() as { status: string };
+      if (job.status === "completed" || Date.now() - start > 60_000) break;
+    }
+    sim.reset();
+
+    // 20 single sends per second on the channel, until `stop()`: latencies in ms.
+    const startSingles = () => {
+      const latencies: number[] = [];
+      let errors = 0;
+      let n = 0;
+      const pending = new Set<Promise<void>>();
+      const timer = setInterval(() => {
+        const i = n++;
+        const t0 = performance.now();
+        const p = fetch(`${url}/api/v1/messages`, { method: "POST", headers, body: JSON.stringify({ to: singles[i % singles.length], text: `single ${i}`, messagingChannelId: channel.id }) })
+          .then(async (r) => {
+            await r.arrayBuffer();
+            if (r.status !== 200) errors++;
+            latencies.push(performance.now() - t0);
+          })
+          .catch(() => void errors++)
+          .finally(() => pending.delete(p));
+        pending.add(p);
+      }, 1_000 / SINGLES_PER_SECOND);
+      return {
+        async stop() {
+          clearInterval(timer);
+          await Promise.all(pending);
+          return { sorted: [...latencies].sort((x, y) => x - y), errors };
+        },
+      };
+    };
+    // Baseline: the same single sends for 5 s with no job (the machine's latency at the moment).
+    const idle = startSingles();
+    await sleep(5_000);
+    const baseline = await idle.stop();
+
+    // --- the 50,000-recipient job ---------------------------------------------
+    const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ phone: `+1415${String(2_000_000 + i)}`, bodyParameters: [`customer ${i}`] }));
+    const body = JSON.stringify({ templateId: template.id, messagingChannelId: channel.id, recipients });
+    const acceptStart = performance.now();
+    const res = await fetch(`${url}/api/v1/templates/send`, { method: "POST", headers, body });
+    const acceptMs = performance.now() - acceptStart;
+    const job = (await res.json()) as { id: string };
+    if (res.status !== 200) throw new Error(`job create: ${res.status} ${JSON.stringify(job).slice(0, 300)}`);
+    const during = startSingles();
+    let final: { status: string; sent: number; failed: number; skipped: number; startedAt: string; completedAt: string } | undefined;
+    for (const start = Date.now(); Date.now() - start < 600_000; await sleep(500)) {
+      final = (await (await fetch(`${url}/api/v1/templates/send/${job.id}`, { headers })).json()) as typeof final;
+      if (final && ["completed", "failed", "cancelled"].includes(final.status)) break;
+    }
+    const duringJob = await during.stop();
+
+    const digitsOfSingles = new Set(singles.map((p) => p.slice(1)));
+    const onChannel = sim.requests.filter((r) => r.phoneNumberId === channel.providerPhoneNumberId && r.responseStatus === 200);
+    const templateTimes = onChannel.filter((r) => (r.body as { type?: string }).type === "template").map((r) => r.receivedAt).sort((a, b) => a - b);
+    const allTimes = onChannel.map((r) => r.receivedAt);
+    const i10 = Math.floor(templateTimes.length * 0.1);
+    const i90 = Math.floor(templateTimes.length * 0.9) - 1;
+    const rate = ((i90 - i10) / (templateTimes[i90] - templateTimes[i10])) * 1000;
+    const perSecondMax = maxPerSecond(allTimes);
+    const perRecipient = new Map<string, number>();
+    for (const r of onChannel) {
+      const to = (r.body as { to: string }).to;
+      if (!digitsOfSingles.has(to)) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1);
+    }
+    const twice = [...perRecipient.values()].filter((c) => c > 1).length;
+    const p50 = percentile(duringJob.sorted, 50);
+    const p99 = percentile(duringJob.sorted, 99);
+    const jobSeconds = final ? (Date.parse(final.completedAt) - Date.parse(final.startedAt)) / 1000 : NaN;
+
+    // --- throttle accuracy --------------------------------------------------------
+    sim.reset();
+    const throttled = await post(
+      "/api/v1/templates/send",
+      { templateId: template.id, messagingChannelId: channel.id, throttlePerHour: THROTTLE_PER_HOUR, recipients: Array.from({ length: 2_000 }, (_, i) => ({ phone: `+1415${String(6_000_000 + i)}`, bodyParameters: ["t"] })) },
+      headers,
+    );
+    await sleep(THROTTLE_WINDOW_MS + 5_000);
+    await post(`/api/v1/templates/send/${throttled.id}/cancel`, {}, headers);
+    const tTimes = sim.requests.filter((r) => (r.body as { type?: string }).type === "template" && r.responseStatus === 200).map((r) => r.receivedAt).sort((a, b) => a - b);
+    const first = tTimes[0];
+    const inWindow = tTimes.filter((t) => t < first + THROTTLE_WINDOW_MS).length;
+    const expected = (THROTTLE_PER_HOUR * THROTTLE_WINDOW_MS) / 3_600_000;
+    const deviation = (inWindow - expected) / expected;
+    const { rows: slotRows } = await db.query(
+      `SELECT extract(epoch FROM max(slot_at) - min(slot_at)) * 1000 AS span, count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND slot_at IS NOT NULL`,
+      [throttled.id],
+    );
+    const slotInterval = slotRows[0].n > 1 ? Number(slotRows[0].span) / (slotRows[0].n - 1) : NaN;
+
+    const mark = (ok: boolean) => (ok ? "met" : "NOT met");
+    const rssOk = Object.values(peak).every((v) => v < 250);
+    return [
+      `One job of ${RECIPIENTS.toLocaleString("en")} recipients on one channel of 1,000 msg/s, no throttle, through the gateway; every service its own process`,
+      `(128 MB heap cap as under \`npm start\`); provider = simulator (no status callbacks); ${SINGLES_PER_SECOND} single \`POST /api/v1/messages\`/s on the same channel while it runs.`,
+      "",
+      "| figure | result | target |",
+      "|---|---|---|",
+      `| time to accept the job (POST → 200) | ${acceptMs.toFixed(0)} ms | < 1,000 ms: ${mark(acceptMs < 1000)} |`,
+      `| recipients sent per second, 10% → 90% marks | ${rate.toFixed(0)} | ≥ 900: ${mark(rate >= 900)} |`,
+      `| most provider sends on the channel in any 1 s window (template + single) | ${perSecondMax} | ≤ 1,000: ${mark(perSecondMax <= 1000)} |`,
+      `| single sends during the job: p50 / p99 | ${p50.toFixed(1)} / ${p99.toFixed(1)} ms (${duringJob.sorted.length} sends, ${duringJob.errors} errors); without a job: ${percentile(baseline.sorted, 50).toFixed(1)} / ${percentile(baseline.sorted, 99).toFixed(1)} ms | p99 < 100 ms: ${mark(p99 < 100)} |`,
+      `| peak RSS | ${Object.entries(peak).map(([k, v]) => `${k} ${v} MB`).join(", ")} | < 250 MB each: ${mark(rssOk)} |`,
+      `| throttle ${THROTTLE_PER_HOUR.toLocaleString("en")}/h over ${THROTTLE_WINDOW_MS / 1000} s | ${inWindow} sent (expected ${expected}, ${(deviation * 100).toFixed(2)}%); decided slot interval ${slotInterval.toFixed(1)} ms | within 2%: ${mark(Math.abs(deviation) <= 0.02)} |`,
+      "",
+      `Job: ${final?.status}, sent ${final?.sent}, failed ${final?.failed}, skipped ${final?.skipped} in ${jobSeconds.toFixed(1)} s (startedAt → completedAt); ` +
+        `${perRecipient.size} distinct recipients reached the provider, ${twice} of them more than once.`,
+      `Load average (1 min) at the end: ${loadavg()[0].toFixed(1)} on ${cpus().length} CPUs (other work on the machine shares them).`,
+    ].join("\n");
+  } finally {
+    clearInterval(sampler);
+    await db.end();
+    await bus.close();
+    await stopChild(gateway.child);
+    await stopChild(templateJobs.child);
+    await stopChild(messaging.child);
+    await stopChild(contacts.child);
+    await sim.close();
+    await env.cleanup();
+  }
+}

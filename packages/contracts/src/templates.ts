@@ -1,0 +1,108 @@
+/**
+ * Templates and template send jobs (service-spec.md "POST /api/v1/templates/send",
+ * contract.md sections 2 to 4), served by services/template-jobs.
+ */
+import { z } from "zod";
+import { Id, Timestamp, page } from "./common";
+import { TemplateButtonParameter, TemplateHeaderFormat } from "./messaging";
+import { normalizePhone } from "./phone";
+
+export const TemplateStatus = z.enum(["pending", "approved", "rejected", "paused", "disabled"]);
+export type TemplateStatus = z.infer<typeof TemplateStatus>;
+
+/** The provider's numeric template id: digits, given as a string or a number. */
+const ProviderTemplateId = z
+  .union([z.string().trim().regex(/^\d{1,32}$/, "must be the provider's numeric template id"), z.number().int().nonnegative()])
+  .transform((v) => String(v));
+
+export const CreateTemplateRequest = z.object({
+  name: z.string().trim().min(1).max(512),
+  language: z.string().trim().min(1).max(32),
+  category: z.string().trim().min(1).max(64).optional(),
+  status: TemplateStatus,
+  bodyParameterCount: z.number().int().min(0).max(20),
+  providerTemplateId: ProviderTemplateId,
+  templateAccountId: z.string().trim().min(1).max(64),
+  headerFormat: TemplateHeaderFormat.optional(),
+});
+export type CreateTemplateRequest = z.infer<typeof CreateTemplateRequest>;
+
+export const UpdateTemplateRequest = z.object({ status: TemplateStatus });
+
+export const Template = z
+  .object({
+    id: Id("tpl_01jd0000000000000000000000"),
+    name: z.string(),
+    language: z.string(),
+    category: z.string().nullable(),
+    status: TemplateStatus,
+    bodyParameterCount: z.number().int(),
+    providerTemplateId: z.string().meta({ example: "123456" }),
+    templateAccountId: z.string(),
+    headerFormat: TemplateHeaderFormat.nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: "Template" });
+export type Template = z.infer<typeof Template>;
+export const TemplateList = page(Template, "TemplateList");
+
+/**
+ * A recipient's phone: 3 to 32 characters, normalized to E.164 while it is
+ * validated (one pass over up to 50,000 recipients, never a second one).
+ */
+const RecipientPhone = z
+  .string()
+  .min(3)
+  .max(32)
+  .transform((s, ctx) => {
+    const e164 = normalizePhone(s);
+    if (e164 === null) {
+      ctx.addIssue({ code: "custom", message: "is not a valid phone number (use E.164, e.g. +15550001111)" });
+      return z.NEVER;
+    }
+    return e164;
+  })
+  .meta({ description: "E.164 or digits with the country code; normalized on the server", example: "+15550001111" });
+
+export const TemplateRecipient = z.object({
+  phone: RecipientPhone,
+  contactId: z.string().min(1).max(64).optional(),
+  bodyParameters: z.array(z.string().min(1).max(1024)).max(20).optional().meta({ description: "exactly the template's bodyParameterCount" }),
+  buttonParameters: z.array(TemplateButtonParameter).max(10).optional(),
+});
+
+export const TemplateSendJobRequest = z
+  .object({
+    templateId: z.string().min(1).max(64).meta({ description: "internal template id, or the provider's numeric template id" }),
+    templateAccountId: z.string().min(1).max(64).optional().meta({ description: "required when `templateId` is numeric" }),
+    messagingChannelId: z.string().min(1).max(64),
+    headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).optional(),
+    recipients: z.array(TemplateRecipient).min(1).max(50_000),
+    scheduledAt: z.iso.datetime({ offset: true }).optional(),
+    throttlePerHour: z.number().int().min(1).max(100_000).optional(),
+  })
+  .meta({ id: "TemplateSendRequest" });
+export type TemplateSendJobRequest = z.infer<typeof TemplateSendJobRequest>;
+
+export const TemplateJobStatus = z.enum(["queued", "running", "paused", "completed", "cancelled", "failed"]);
+export type TemplateJobStatus = z.infer<typeof TemplateJobStatus>;
+
+export const TemplateJob = z
+  .object({
+    id: Id("job_01jd0000000000000000000000"),
+    status: TemplateJobStatus,
+    templateId: z.string().nullable(),
+    messagingChannelId: z.string(),
+    scheduledFor: Timestamp.nullable().meta({ description: "null when sending starts immediately" }),
+    throttlePerHour: z.number().int().nullable(),
+    recipients: z.number().int(),
+    sent: z.number().int(),
+    failed: z.number().int(),
+    skipped: z.number().int().meta({ description: "opted-out recipients, never sent" }),
+    startedAt: Timestamp.nullable(),
+    completedAt: Timestamp.nullable(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: "TemplateSendJob" });
+export type TemplateJob = z.infer<typeof TemplateJob>;

@@ -1,0 +1,297 @@
+import type { TemplateStatus } from "@platform/contracts";
+import { run, SCHEMA, type Queryable } from "./queryable";
+
+export interface JobRow {
+  id: string;
+  organization_id: string;
+  template_id: string;
+  messaging_channel_id: string;
+  status: "queued" | "running" | "paused" | "completed" | "cancelled" | "failed";
+  header_media: { url: string; fileName?: string } | null;
+  recipients: number;
+  sent: number;
+  failed: number;
+  skipped: number;
+  scheduled_for: Date | null;
+  throttle_per_hour: number | null;
+  next_slot_at: Date | null;
+  opt_outs_checked: boolean;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  run_after: Date | null;
+  started_at: Date | null;
+  completed_at: Date | null;
+  failure_reason: string | null;
+  created_at: Date;
+}
+
+export interface RecipientRow {
+  job_id: string;
+  seq: number;
+  phone: string;
+  contact_id: string | null;
+  body_parameters: string[];
+  button_parameters: Array<{ type: "quick_reply"; payload: string; index?: number } | { type: "url"; text: string; index?: number }>;
+  state: "pending" | "sending" | "waiting" | "sent" | "failed" | "skipped";
+  message_id: string | null;
+  slot_at: Date | null;
+}
+
+export interface NewRecipients {
+  phones: string[];
+  contactIds: Array<string | null>;
+  bodyParameters: string[];
+  buttonParameters: string[];
+}
+
+/** Rows per INSERT … SELECT FROM unnest(…): a handful of statements for 50,000 recipients, never one per recipient. */
+const INSERT_CHUNK = 25_000;
+
+export const FINAL_JOB_STATES = ["completed", "cancelled", "failed"] as const;
+
+export const jobsRepository = {
+  async insert(q: Queryable, job: Pick<JobRow, "id" | "organization_id" | "template_id" | "messaging_channel_id" | "header_media" | "recipients" | "scheduled_for" | "throttle_per_hour">): Promise<JobRow> {
+    const rows = await run<JobRow>(
+      q,
+      `INSERT INTO ${SCHEMA}.jobs (id, organization_id, template_id, messaging_channel_id, status, header_media, recipients, scheduled_for, throttle_per_hour)
+       VALUES ($1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8) RETURNING *`,
+      [job.id, job.organization_id, job.template_id, job.messaging_channel_id, job.header_media === null ? null : JSON.stringify(job.header_media),
+        job.recipients, job.scheduled_for, job.throttle_per_hour],
+    );
+    return rows[0];
+  },
+
+  /** The recipients in bulk: array parameters unnested server-side (seq is the position in the request). */
+  async insertRecipients(q: Queryable, jobId: string, r: NewRecipients): Promise<void> {
+    for (let start = 0; start < r.phones.length; start += INSERT_CHUNK) {
+      const end = Math.min(r.phones.length, start + INSERT_CHUNK);
+      await run(
+        q,
+        `INSERT INTO ${SCHEMA}.job_recipients (job_id, seq, phone, contact_id, body_parameters, button_parameters)
+         SELECT $1, $2::int + n - 1, phone, contact_id, body::jsonb, buttons::jsonb
+         FROM unnest($3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS t(phone, contact_id, body, buttons, n)`,
+        [jobId, start, r.phones.slice(start, end), r.contactIds.slice(start, end), r.bodyParameters.slice(start, end), r.buttonParameters.slice(start, end)],
+      );
+    }
+  },
+
+  async byId(q: Queryable, organizationId: string, id: string): Promise<JobRow | null> {
+    const rows = await run<JobRow>(q, `SELECT * FROM ${SCHEMA}.jobs WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
+    return rows[0] ?? null;
+  },
+
+  /** Cancels an unfinished job; returns the job as it now is (unchanged when already final). */
+  async cancel(q: Queryable, organizationId: string, id: string): Promise<JobRow | null> {
+    const rows = await run<JobRow>(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET status = 'cancelled', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_until = NULL
+       WHERE organization_id = $1 AND id = $2 AND status IN ('queued', 'running', 'paused') RETURNING *`,
+      [organizationId, id],
+    );
+    return rows[0] ?? this.byId(q, organizationId, id);
+  },
+
+  /** The jobs of a template follow its status (in the status change's transaction). */
+  async followTemplate(q: Queryable, templateId: string, status: TemplateStatus): Promise<void> {
+    if (status === "paused") {
+      await run(q, `UPDATE ${SCHEMA}.jobs SET status = 'paused', updated_at = now() WHERE template_id = $1 AND status = 'running'`, [templateId]);
+    } else if (status === "approved") {
+      await run(q, `UPDATE ${SCHEMA}.jobs SET status = 'running', run_after = NULL, updated_at = now() WHERE template_id = $1 AND status = 'paused'`, [templateId]);
+    } else if (status === "rejected" || status === "disabled") {
+      await run(
+        q,
+        `UPDATE ${SCHEMA}.jobs SET status = 'failed', failure_reason = $2, completed_at = now(), updated_at = now()
+         WHERE template_id = $1 AND status IN ('queued', 'running', 'paused')`,
+        [templateId, `template ${status}`],
+      );
+    }
+  },
+
+  /**
+   * Takes one due, unowned (or abandoned) job for `owner` until `leaseMs`
+   * from now: `FOR UPDATE SKIP LOCKED`, so two replicas never take the same
+   * one; a queued job becomes running.
+   */
+  async claimJob(q: Queryable, owner: string, leaseMs: number): Promise<JobRow | null> {
+    const rows = await run<JobRow>(
+      q,
+      `UPDATE ${SCHEMA}.jobs j SET lease_owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond',
+         status = 'running', started_at = COALESCE(j.started_at, clock_timestamp()), updated_at = now()
+       WHERE j.id = (
+         SELECT id FROM ${SCHEMA}.jobs
+         WHERE status IN ('queued', 'running')
+           AND (scheduled_for IS NULL OR scheduled_for <= clock_timestamp())
+           AND (run_after IS NULL OR run_after <= clock_timestamp())
+           AND (lease_until IS NULL OR lease_until < clock_timestamp())
+         ORDER BY created_at
+         FOR UPDATE SKIP LOCKED
+         LIMIT 1)
+       RETURNING j.*`,
+      [owner, leaseMs],
+    );
+    return rows[0] ?? null;
+  },
+
+  /** Extends the lease; null when it is no longer ours or the job is no longer running (cancelled, paused, failed). */
+  async renew(q: Queryable, id: string, owner: string, leaseMs: number): Promise<JobRow | null> {
+    const rows = await run<JobRow>(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET lease_until = clock_timestamp() + $3 * interval '1 millisecond'
+       WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING *`,
+      [id, owner, leaseMs],
+    );
+    return rows[0] ?? null;
+  },
+
+  async release(q: Queryable, id: string, owner: string, runAfterMs: number | null): Promise<void> {
+    await run(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET lease_owner = NULL, lease_until = NULL,
+         run_after = CASE WHEN $3::int IS NULL THEN run_after ELSE clock_timestamp() + $3::int * interval '1 millisecond' END
+       WHERE id = $1 AND lease_owner = $2`,
+      [id, owner, runAfterMs],
+    );
+  },
+
+  async setStatus(q: Queryable, id: string, from: string[], to: JobRow["status"], reason: string | null = null): Promise<void> {
+    await run(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET status = $3, failure_reason = COALESCE($4, failure_reason), updated_at = now(),
+         completed_at = CASE WHEN $3 IN ('completed', 'cancelled', 'failed') THEN now() ELSE completed_at END
+       WHERE id = $1 AND status = ANY($2::text[])`,
+      [id, from, to, reason],
+    );
+  },
+
+  async pendingPhones(q: Queryable, jobId: string, afterSeq: number, limit: number): Promise<Array<{ seq: number; phone: string }>> {
+    return run(q, `SELECT seq, phone FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'pending' AND seq > $2 ORDER BY seq LIMIT $3`, [jobId, afterSeq, limit]);
+  },
+
+  /** Opted-out recipients (the batch check ahead of sending) become `skipped`, counted once. */
+  async skip(q: Queryable, jobId: string, seqs: number[]): Promise<number> {
+    if (seqs.length === 0) return 0;
+    const rows = await run(
+      q,
+      `UPDATE ${SCHEMA}.job_recipients SET state = 'skipped', updated_at = now()
+       WHERE job_id = $1 AND seq = ANY($2::int[]) AND state = 'pending' RETURNING seq`,
+      [jobId, seqs],
+    );
+    if (rows.length) await run(q, `UPDATE ${SCHEMA}.jobs SET skipped = skipped + $2 WHERE id = $1`, [jobId, rows.length]);
+    return rows.length;
+  },
+
+  async markOptOutsChecked(q: Queryable, jobId: string): Promise<void> {
+    await run(q, `UPDATE ${SCHEMA}.jobs SET opt_outs_checked = true WHERE id = $1`, [jobId]);
+  },
+
+  /** Claims the next `pending` recipients (→ `sending`) in one statement; concurrent claims skip each other's rows. */
+  async claimRecipients(q: Queryable, jobId: string, limit: number): Promise<RecipientRow[]> {
+    return run<RecipientRow>(
+      q,
+      // MATERIALIZED: the locking subquery runs once (a rescan in a nested loop would lock, and claim, more rows).
+      `WITH c AS MATERIALIZED (
+         SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'pending'
+         ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+       UPDATE ${SCHEMA}.job_recipients r SET state = 'sending', attempts = r.attempts + 1, updated_at = now()
+       FROM c WHERE r.job_id = $1 AND r.seq = c.seq
+       RETURNING r.*`,
+      [jobId, limit],
+    );
+  },
+
+  /** Recipients an earlier run left `sending` (its outcome unknown): sent again with the same keys. */
+  async sendingSeqs(q: Queryable, jobId: string): Promise<number[]> {
+    const rows = await run<{ seq: number }>(q, `SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'sending' ORDER BY seq`, [jobId]);
+    return rows.map((r) => r.seq);
+  },
+
+  async recipientsBySeq(q: Queryable, jobId: string, seqs: number[]): Promise<RecipientRow[]> {
+    return run<RecipientRow>(q, `SELECT * FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND seq = ANY($2::int[]) ORDER BY seq`, [jobId, seqs]);
+  },
+
+  /**
+   * The throttle's slot of one recipient, reserved atomically on the job row
+   * (`next_slot_at` moves by one interval per reservation, from no earlier
+   * than now), and stored on the recipient. A recipient sent again after a
+   * crash or a pause takes a new slot: an old one would be in the past.
+   */
+  async reserveSlot(q: Queryable, jobId: string, seq: number, intervalMs: number): Promise<Date> {
+    const rows = await run<{ slot_at: Date }>(
+      q,
+      `WITH s AS (
+         UPDATE ${SCHEMA}.jobs SET next_slot_at = greatest(COALESCE(next_slot_at, clock_timestamp()), clock_timestamp()) + $3 * interval '1 millisecond'
+         WHERE id = $1 RETURNING next_slot_at - $3 * interval '1 millisecond' AS slot)
+       UPDATE ${SCHEMA}.job_recipients r SET slot_at = s.slot FROM s WHERE r.job_id = $1 AND r.seq = $2 RETURNING r.slot_at`,
+      [jobId, seq, intervalMs],
+    );
+    return rows[0].slot_at;
+  },
+
+  /**
+   * Records messaging's outcomes of a batch: only rows still `sending` move
+   * (a repeated answer changes nothing), and the job's counters move with them.
+   */
+  async recordOutcomes(
+    q: Queryable,
+    jobId: string,
+    outcomes: Array<{ seq: number; state: "sent" | "failed" | "skipped" | "waiting"; messageId: string | null; errorCode: string | null }>,
+  ): Promise<void> {
+    if (outcomes.length === 0) return;
+    const rows = await run<{ state: string }>(
+      q,
+      `UPDATE ${SCHEMA}.job_recipients r SET state = o.state, message_id = o.message_id, error_code = o.error_code, updated_at = now()
+       FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS o(seq, state, message_id, error_code)
+       WHERE r.job_id = $1 AND r.seq = o.seq AND r.state = 'sending'
+       RETURNING r.state`,
+      [jobId, outcomes.map((o) => o.seq), outcomes.map((o) => o.state), outcomes.map((o) => o.messageId), outcomes.map((o) => o.errorCode)],
+    );
+    await this.count(q, jobId, rows.map((r) => r.state));
+  },
+
+  async count(q: Queryable, jobId: string, states: string[]): Promise<void> {
+    const n = (s: string) => states.filter((x) => x === s).length;
+    if (n("sent") + n("failed") + n("skipped") === 0) return;
+    await run(q, `UPDATE ${SCHEMA}.jobs SET sent = sent + $2, failed = failed + $3, skipped = skipped + $4, updated_at = now() WHERE id = $1`, [
+      jobId, n("sent"), n("failed"), n("skipped"),
+    ]);
+  },
+
+  /** The final outcome of a send messaging was retrying (`message.sent` / `message.failed`). */
+  async finalizeMessage(q: Queryable, jobId: string, messageId: string, state: "sent" | "failed", errorCode: string | null): Promise<"updated" | "known" | "unknown"> {
+    const rows = await run<{ state: string }>(
+      q,
+      `UPDATE ${SCHEMA}.job_recipients SET state = $3, error_code = $4, updated_at = now()
+       WHERE job_id = $1 AND message_id = $2 AND state = 'waiting' RETURNING state`,
+      [jobId, messageId, state, errorCode],
+    );
+    if (rows.length) {
+      await this.count(q, jobId, [state]);
+      return "updated";
+    }
+    const known = await run(q, `SELECT 1 FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND message_id = $2`, [jobId, messageId]);
+    return known.length ? "known" : "unknown";
+  },
+
+  async openCounts(q: Queryable, jobId: string): Promise<{ unsent: number; waiting: number }> {
+    const rows = await run<{ unsent: string; waiting: string }>(
+      q,
+      `SELECT count(*) FILTER (WHERE state IN ('pending', 'sending')) AS unsent, count(*) FILTER (WHERE state = 'waiting') AS waiting
+       FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state IN ('pending', 'sending', 'waiting')`,
+      [jobId],
+    );
+    return { unsent: Number(rows[0]?.unsent ?? 0), waiting: Number(rows[0]?.waiting ?? 0) };
+  },
+
+  /** `running` → `completed` once no recipient is open. */
+  async completeIfDone(q: Queryable, jobId: string): Promise<boolean> {
+    const rows = await run(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET status = 'completed', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_until = NULL
+       WHERE id = $1 AND status = 'running'
+         AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state IN ('pending', 'sending', 'waiting'))
+       RETURNING id`,
+      [jobId],
+    );
+    return rows.length > 0;
+  },
+};

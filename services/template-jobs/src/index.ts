@@ -1,0 +1,4 @@
+import { startService } from "@platform/service";
+import { definition } from "./service";
+
+void startService(definition, process.env, { installSignalHandlers: true });

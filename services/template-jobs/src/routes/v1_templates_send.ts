@@ -1,0 +1,21 @@
+import type { Router } from "express";
+import { IdempotencyKey, TemplateSendJobRequest } from "@platform/contracts";
+import { organizationOf, parseBody, parseValue } from "@platform/http";
+import type { TemplateJobsContext } from "../context";
+import { withIdempotency } from "../use-cases/idempotency";
+import { createJob } from "../use-cases/jobs";
+
+/** POST /api/v1/templates/send (optional `Idempotency-Key`; bodies up to 16 MB) → 200 job. */
+export function v1TemplatesSend(router: Router, ctx: TemplateJobsContext): void {
+  router.post("/api/v1/templates/send", async (req, res) => {
+    const organizationId = organizationOf(res);
+    const rawKey = req.header("idempotency-key");
+    const key = rawKey === undefined ? undefined : parseValue(IdempotencyKey, rawKey, "headers.Idempotency-Key");
+    const answer = await withIdempotency(ctx, organizationId, key, req.body ?? null, async () => ({
+      status: 200,
+      body: await createJob(ctx, organizationId, parseBody(TemplateSendJobRequest, req)),
+    }));
+    if (answer.replayed) res.setHeader("Idempotent-Replayed", "true");
+    res.status(answer.status).json(answer.body);
+  });
+}

@@ -1,0 +1,119 @@
+import { RPC, type TemplateJob, type TemplateSendJobRequest } from "@platform/contracts";
+import { BusUnavailableError, RpcCallError } from "@platform/bus";
+import { iso } from "@platform/db";
+import { ApiError, type ErrorDetail } from "@platform/http";
+import { newId } from "@platform/id";
+import type { TemplateJobsContext } from "../context";
+import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
+import { templatesRepository, type TemplateRow } from "../db/repositories/templates.repository";
+
+export function toJob(row: JobRow): TemplateJob {
+  return {
+    id: row.id,
+    status: row.status,
+    templateId: row.template_id,
+    messagingChannelId: row.messaging_channel_id,
+    scheduledFor: iso(row.scheduled_for),
+    throttlePerHour: row.throttle_per_hour,
+    recipients: row.recipients,
+    sent: row.sent,
+    failed: row.failed,
+    skipped: row.skipped,
+    startedAt: iso(row.started_at),
+    completedAt: iso(row.completed_at),
+    createdAt: iso(row.created_at)!,
+  };
+}
+
+/** The template a send names: an internal id, or the provider's numeric id with its templateAccountId. */
+async function findTemplate(ctx: TemplateJobsContext, organizationId: string, body: TemplateSendJobRequest): Promise<TemplateRow> {
+  let template: TemplateRow | null;
+  if (/^\d+$/.test(body.templateId)) {
+    if (body.templateAccountId === undefined) {
+      throw ApiError.validation([{ path: "templateAccountId", message: "is required when templateId is a numeric provider template id" }]);
+    }
+    template = await templatesRepository.byProviderId(ctx.db, organizationId, body.templateId, body.templateAccountId);
+  } else {
+    template = await templatesRepository.byId(ctx.db, organizationId, body.templateId);
+  }
+  if (!template) throw new ApiError("TEMPLATE_NOT_FOUND", "Template not found");
+  return template;
+}
+
+/** The channel must exist in the organization (messaging owns channels: one bus round trip). */
+async function requireChannel(ctx: TemplateJobsContext, organizationId: string, channelId: string): Promise<void> {
+  let answer;
+  try {
+    answer = await ctx.bus.request(RPC.lookupChannel, { organizationId, channelId }, { timeoutMs: ctx.env.RPC_TIMEOUT_MS });
+  } catch (err) {
+    if (err instanceof BusUnavailableError || (err instanceof RpcCallError && err.retryable)) throw ApiError.unavailable();
+    throw err;
+  }
+  if (!answer.channel) throw new ApiError("CHANNEL_NOT_FOUND", "Channel not found");
+  if (!answer.channel.connected) throw new ApiError("PROVIDER_NOT_CONNECTED", "The channel's provider connection is off");
+}
+
+/**
+ * POST /api/v1/templates/send: checks the template (found, approved, body
+ * parameter count of every recipient) and the channel, then stores the job
+ * and its recipients in one transaction: a handful of bulk statements
+ * whatever the number of recipients. The body was parsed (and every phone
+ * normalized) once, by the route.
+ */
+export async function createJob(ctx: TemplateJobsContext, organizationId: string, body: TemplateSendJobRequest): Promise<TemplateJob> {
+  const template = await findTemplate(ctx, organizationId, body);
+  const n = body.recipients.length;
+  const details: ErrorDetail[] = [];
+  const phones = new Array<string>(n);
+  const contactIds = new Array<string | null>(n);
+  const bodyParameters = new Array<string>(n);
+  const buttonParameters = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    const r = body.recipients[i];
+    const params = r.bodyParameters ?? [];
+    if (params.length !== template.body_parameter_count && details.length < 100) {
+      details.push({
+        path: `recipients.${i}.bodyParameters`,
+        message: `must have exactly ${template.body_parameter_count} item(s), the template's body parameter count (has ${params.length})`,
+      });
+    }
+    phones[i] = r.phone;
+    contactIds[i] = r.contactId ?? null;
+    bodyParameters[i] = JSON.stringify(params);
+    buttonParameters[i] = JSON.stringify(r.buttonParameters ?? []);
+  }
+  if (details.length) throw ApiError.validation(details);
+  if (template.status !== "approved") throw new ApiError("TEMPLATE_NOT_APPROVED", `Template is ${template.status}, not approved`);
+  await requireChannel(ctx, organizationId, body.messagingChannelId);
+
+  const scheduledAt = body.scheduledAt === undefined ? null : new Date(body.scheduledAt);
+  const scheduledFor = scheduledAt && scheduledAt.getTime() > Date.now() ? scheduledAt : null;
+  const job = await ctx.db.transaction(async (m) => {
+    const row = await jobsRepository.insert(m, {
+      id: newId("job"),
+      organization_id: organizationId,
+      template_id: template.id,
+      messaging_channel_id: body.messagingChannelId,
+      header_media: body.headerMedia ?? null,
+      recipients: n,
+      scheduled_for: scheduledFor,
+      throttle_per_hour: body.throttlePerHour ?? null,
+    });
+    await jobsRepository.insertRecipients(m, row.id, { phones, contactIds, bodyParameters, buttonParameters });
+    return row;
+  });
+  return toJob(job);
+}
+
+export async function getJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {
+  const row = await jobsRepository.byId(ctx.db, organizationId, jobId);
+  if (!row) throw new ApiError("NOT_FOUND", "Template send job not found");
+  return toJob(row);
+}
+
+/** Cancels a job: the runner stops at its next batch; an already final job is answered unchanged. */
+export async function cancelJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {
+  const row = await jobsRepository.cancel(ctx.db, organizationId, jobId);
+  if (!row) throw new ApiError("NOT_FOUND", "Template send job not found");
+  return toJob(row);
+}

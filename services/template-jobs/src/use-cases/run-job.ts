@@ -1,0 +1,211 @@
+import { MESSAGING_RPC, RPC, type TemplateSendOutcome } from "@platform/contracts";
+import { RpcCallError } from "@platform/bus";
+import type { TemplateJobsContext } from "../context";
+import { jobsRepository, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
+import { templateById, type TemplateRow } from "../db/repositories/templates.repository";
+
+/** Numbers per opt-out check request: the request stays well under NATS' 1 MB payload (about 55,000 numbers). */
+export const OPT_OUT_CHECK_CHUNK = 50_000;
+/** While only `waiting` recipients remain (messaging retries them), look again after this long. */
+const WAITING_RECHECK_MS = 5_000;
+
+export const sendKey = (jobId: string, seq: number) => `job:${jobId}:${seq}`;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export interface RunOptions {
+  owner: string;
+  leaseMs: number;
+  isStopping(): boolean;
+}
+
+/**
+ * Runs one job this replica holds the lease of, until it is done, paused,
+ * cancelled, failed, or the lease is lost. Rows a crashed run left `sending`
+ * go first, with the same keys; then each round renews the lease (and sees
+ * the job's status), claims a batch (`pending` → `sending`, one statement),
+ * asks messaging to send it (again and again with the same keys until it
+ * answers), and records the outcomes in one transaction.
+ * docs/adr/0006-template-jobs-exactly-once.md.
+ */
+export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: RunOptions): Promise<void> {
+  const jobId = claimed.id;
+  try {
+    const template = await templateById(ctx.db, claimed.template_id);
+    if (!template) {
+      await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", "template missing");
+      return;
+    }
+    if (!claimed.opt_outs_checked) await skipOptedOut(ctx, claimed);
+    const throttled = claimed.throttle_per_hour !== null;
+    const batchSize = throttled ? 1 : await batchSizeOf(ctx, claimed);
+    const run = { ctx, opts, template, batchSize, stopped: false };
+
+    // Recovery first: recipients a previous run left `sending` go again, with the same keys, before anything new.
+    const leftover = await jobsRepository.sendingSeqs(ctx.db, jobId);
+    for (let i = 0; i < leftover.length && !run.stopped; i += batchSize) {
+      const rows = await jobsRepository.recipientsBySeq(ctx.db, jobId, leftover.slice(i, i + batchSize));
+      await round(run, jobId, rows);
+    }
+    // Then pending recipients, with up to PIPELINE batches in flight. Throttled jobs send one recipient per
+    // slot; several lanes wait for consecutive slots, so one send's round trips never delay the next slot.
+    const lanes = throttled ? THROTTLE_LANES : PIPELINE;
+    await Promise.all(
+      Array.from({ length: lanes }, async () => {
+        while (!run.stopped) {
+          if (!(await round(run, jobId, null))) break;
+        }
+      }),
+    );
+    if (!run.stopped && !(await jobsRepository.completeIfDone(ctx.db, jobId))) {
+      // Only `waiting` recipients are left (messaging retries them; their events finish the job), or a lane stopped early.
+      await jobsRepository.release(ctx.db, jobId, opts.owner, WAITING_RECHECK_MS);
+    }
+  } finally {
+    await jobsRepository.release(ctx.db, jobId, opts.owner, null).catch(() => undefined);
+  }
+}
+
+/** Batches in flight per job: the next batch is claimed and stored while the previous one is being paced and sent. */
+const PIPELINE = 2;
+const THROTTLE_LANES = 4;
+
+interface Run {
+  ctx: TemplateJobsContext;
+  opts: RunOptions;
+  template: TemplateRow;
+  batchSize: number;
+  stopped: boolean;
+}
+
+/**
+ * One round: renew the lease (and see the job's and the template's status),
+ * claim a batch (or take the given rows), send it until messaging answers,
+ * record the outcomes. False when there was nothing left to claim or the
+ * job must stop.
+ */
+async function round(run: Run, jobId: string, given: RecipientRow[] | null): Promise<boolean> {
+  const { ctx, opts } = run;
+  const job = await jobsRepository.renew(ctx.db, jobId, opts.owner, opts.leaseMs);
+  if (!job || opts.isStopping()) {
+    run.stopped = true;
+    return false;
+  }
+  const status = (await templateById(ctx.db, job.template_id))?.status ?? "disabled";
+  if (status !== "approved") {
+    if (status === "rejected" || status === "disabled") await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", `template ${status}`);
+    else await jobsRepository.setStatus(ctx.db, jobId, ["running"], "paused");
+    run.stopped = true;
+    return false;
+  }
+  const rows = (given ?? (await jobsRepository.claimRecipients(ctx.db, jobId, run.batchSize))).sort((a, b) => a.seq - b.seq);
+  if (rows.length === 0) return false;
+  if (job.throttle_per_hour !== null && !(await waitForSlot(ctx, job, rows[0], opts))) {
+    run.stopped = true;
+    return false;
+  }
+  for (let failures = 0; ; failures++) {
+    try {
+      const results = await sendBatch(ctx, job, run.template, rows);
+      await record(ctx, jobId, rows, results);
+      return true;
+    } catch (err) {
+      if (err instanceof RpcCallError && !err.retryable) {
+        // Messaging refused the batch itself (not one send): sending it again cannot succeed.
+        ctx.log.error({ jobId, code: err.code, err: err.message }, "template send batch refused");
+        await jobsRepository.recordOutcomes(ctx.db, jobId, rows.map((r) => ({ seq: r.seq, state: "failed" as const, messageId: null, errorCode: err.code })));
+        return true;
+      }
+      // Unknown outcome (timeout, messaging or Postgres down): the rows stay `sending` and go again with the same keys.
+      ctx.log.warn({ jobId, failures, err: (err as Error).message }, "template send batch failed, will retry");
+      await sleep(Math.min(10_000, 200 * 2 ** Math.min(failures, 6)));
+      if (opts.isStopping() || !(await jobsRepository.renew(ctx.db, jobId, opts.owner, opts.leaseMs).catch(() => null))) {
+        run.stopped = true;
+        return false;
+      }
+    }
+  }
+}
+
+/** The batch check of opt-outs ahead of sending (messaging checks each send again, read-your-writes). */
+async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void> {
+  let after = -1;
+  for (;;) {
+    const chunk = await jobsRepository.pendingPhones(ctx.db, job.id, after, OPT_OUT_CHECK_CHUNK);
+    if (chunk.length === 0) break;
+    after = chunk[chunk.length - 1].seq;
+    const phones = [...new Set(chunk.map((r) => r.phone))];
+    const { optedOut } = await ctx.bus.request(
+      RPC.checkOptOuts,
+      { organizationId: job.organization_id, messagingChannelId: job.messaging_channel_id, phones },
+      { timeoutMs: Math.max(ctx.env.RPC_TIMEOUT_MS, 30_000) },
+    );
+    if (optedOut.length) {
+      const out = new Set(optedOut);
+      await ctx.db.transaction((m) => jobsRepository.skip(m, job.id, chunk.filter((r) => out.has(r.phone)).map((r) => r.seq)));
+    }
+  }
+  await jobsRepository.markOptOutsChecked(ctx.db, job.id);
+}
+
+/** About 200 ms of the channel's rate per batch (what messaging's bulk pacing expects), at most SEND_BATCH_MAX. */
+async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<number> {
+  try {
+    const { channel } = await ctx.bus.request(
+      RPC.lookupChannel,
+      { organizationId: job.organization_id, channelId: job.messaging_channel_id },
+      { timeoutMs: ctx.env.RPC_TIMEOUT_MS },
+    );
+    return Math.max(1, Math.min(ctx.env.SEND_BATCH_MAX, Math.ceil((channel?.messagesPerSecond ?? 50) / 5)));
+  } catch {
+    return Math.min(ctx.env.SEND_BATCH_MAX, 10);
+  }
+}
+
+/** Reserves (and stores) the throttle slot of the next send, then waits for it, keeping the lease. False when the job stopped. */
+async function waitForSlot(ctx: TemplateJobsContext, job: JobRow, row: RecipientRow, opts: RunOptions): Promise<boolean> {
+  const slotAt = await jobsRepository.reserveSlot(ctx.db, job.id, row.seq, 3_600_000 / job.throttle_per_hour!);
+  for (;;) {
+    const wait = slotAt.getTime() - Date.now();
+    if (wait <= 0) return true;
+    await sleep(Math.min(wait, opts.leaseMs / 3));
+    if (opts.isStopping() || !(await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs))) return false;
+  }
+}
+
+async function sendBatch(ctx: TemplateJobsContext, job: JobRow, template: TemplateRow, rows: RecipientRow[]): Promise<Map<string, TemplateSendOutcome>> {
+  const answer = await ctx.bus.request(
+    MESSAGING_RPC.sendTemplates,
+    {
+      organizationId: job.organization_id,
+      messagingChannelId: job.messaging_channel_id,
+      templateJobId: job.id,
+      template: { name: template.name, language: template.language, headerFormat: template.header_format },
+      headerMedia: job.header_media,
+      sends: rows.map((r) => ({
+        key: sendKey(job.id, r.seq),
+        phone: r.phone,
+        bodyParameters: r.body_parameters,
+        buttonParameters: r.button_parameters,
+      })),
+    },
+    { timeoutMs: ctx.env.SEND_BATCH_TIMEOUT_MS },
+  );
+  return new Map(answer.results.map((r) => [r.key, r]));
+}
+
+const STATE_OF = { sent: "sent", failed: "failed", opted_out: "skipped", pending: "waiting" } as const;
+
+/** The outcomes in one transaction; a send missing from the answer stays `sending` (sent again with its key). */
+async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRow[], results: Map<string, TemplateSendOutcome>): Promise<void> {
+  const outcomes: Array<{ seq: number; state: "sent" | "failed" | "skipped" | "waiting"; messageId: string | null; errorCode: string | null }> = [];
+  for (const r of rows) {
+    const result = results.get(sendKey(jobId, r.seq));
+    if (!result) continue;
+    outcomes.push({ seq: r.seq, state: STATE_OF[result.outcome], messageId: result.messageId, errorCode: result.error?.code ?? null });
+  }
+  await ctx.db.transaction(async (m) => {
+    await jobsRepository.recordOutcomes(m, jobId, outcomes);
+    await jobsRepository.completeIfDone(m, jobId);
+  });
+  for (const o of outcomes) if (o.messageId && (o.state === "sent" || o.state === "failed")) ctx.finalMessages.add(o.messageId);
+}

@@ -1,0 +1,95 @@
+import { ProviderWebhookBody, type TemplateStatus } from "@platform/contracts";
+import { domainEvent, enqueue, PermanentError } from "@platform/bus";
+import type { TemplateJobsContext } from "../context";
+import { jobsRepository } from "../db/repositories/jobs.repository";
+import { templatesRepository } from "../db/repositories/templates.repository";
+
+/** The provider's `event` of a `message_template_status_update` → our status (others, such as FLAGGED, change nothing). */
+const PROVIDER_STATUS: Record<string, TemplateStatus> = {
+  APPROVED: "approved",
+  REINSTATED: "approved",
+  REJECTED: "rejected",
+  PAUSED: "paused",
+  DISABLED: "disabled",
+  PENDING: "pending",
+  IN_APPEAL: "pending",
+};
+
+export interface TemplateStatusChange {
+  templateAccountId: string;
+  providerTemplateId: string;
+  status: TemplateStatus;
+  reason: string | null;
+}
+
+/** The template status changes of a raw provider batch (`provider.inbound.v1`); message changes are messaging's. */
+export function templateStatusChanges(rawBody: string): TemplateStatusChange[] {
+  let parsed;
+  try {
+    parsed = ProviderWebhookBody.parse(JSON.parse(rawBody));
+  } catch (err) {
+    throw new PermanentError(`unreadable provider batch: ${(err as Error).message}`);
+  }
+  const out: TemplateStatusChange[] = [];
+  for (const entry of parsed.entry) {
+    for (const change of entry.changes) {
+      if (change.field !== "message_template_status_update") continue;
+      const value = (change.value ?? {}) as Record<string, unknown>;
+      const status = PROVIDER_STATUS[String(value.event ?? "").toUpperCase()];
+      const providerTemplateId = value.message_template_id;
+      if (!status || !entry.id || (typeof providerTemplateId !== "string" && typeof providerTemplateId !== "number")) continue;
+      const reason = typeof value.reason === "string" && value.reason && value.reason.toUpperCase() !== "NONE" ? value.reason : null;
+      out.push({ templateAccountId: entry.id, providerTemplateId: String(providerTemplateId), status, reason });
+    }
+  }
+  return out;
+}
+
+/**
+ * Moves every template of (account, provider id) to `status`, in one
+ * transaction with its `template.status_updated` event (outbox) and its jobs:
+ * `paused` pauses running jobs, `approved` resumes paused ones, `rejected` or
+ * `disabled` fails the unfinished ones. A template already in that status
+ * changes nothing and emits nothing, so a redelivered batch is a no-op.
+ */
+export async function applyTemplateStatus(
+  ctx: TemplateJobsContext,
+  templateAccountId: string,
+  providerTemplateId: string,
+  status: TemplateStatus,
+  reason: string | null,
+  onlyOrganizationId?: string,
+): Promise<number> {
+  return ctx.db.transaction(async (m) => {
+    const templates = (await templatesRepository.lockByProvider(m, templateAccountId, providerTemplateId)).filter(
+      (t) => onlyOrganizationId === undefined || t.organization_id === onlyOrganizationId,
+    );
+    let changed = 0;
+    for (const t of templates) {
+      if (t.status === status) continue;
+      changed++;
+      await templatesRepository.setStatus(m, t.id, status);
+      await jobsRepository.followTemplate(m, t.id, status);
+      await enqueue(m, "template_jobs", [
+        domainEvent("template.status_updated", t.organization_id, {
+          templateId: t.id,
+          providerTemplateId: t.provider_template_id,
+          name: t.name,
+          language: t.language,
+          status,
+          previousStatus: t.status,
+          reason,
+        }),
+      ]);
+    }
+    return changed;
+  });
+}
+
+/** Handles one provider batch from the bus. */
+export async function processTemplateStatusBatch(ctx: TemplateJobsContext, rawBody: string): Promise<void> {
+  for (const change of templateStatusChanges(rawBody)) {
+    const changed = await applyTemplateStatus(ctx, change.templateAccountId, change.providerTemplateId, change.status, change.reason);
+    if (changed === 0) ctx.log.debug({ ...change }, "template status update changed nothing");
+  }
+}

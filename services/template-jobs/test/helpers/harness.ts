@@ -1,0 +1,339 @@
+/**
+ * The world around template-jobs, in this process, against the real Postgres
+ * and NATS (own database and bus namespace): the real messaging service
+ * (channels, pacing, and — once its branch is merged — the template send
+ * responder), the real contacts service (opt-outs), the provider simulator,
+ * a stand-in for the gateway's provider webhook (it stores the raw batch on
+ * `provider.inbound.v1` exactly as the gateway does), and template-jobs.
+ *
+ * Until messaging answers `rpc.messaging.template.send.v1`, the harness
+ * serves it with `SendTemplatesStandIn` (a real `bus.serve`, a stand-in for
+ * an unfinished neighbour as contacts' tests do for channels): it keeps one
+ * message per key, checks opt-outs with the real contacts service and counts
+ * provider sends per phone number.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import request from "supertest";
+import { Bus, BusUnavailableError, RpcCallError } from "@platform/bus";
+import { eventSubject, MESSAGING_RPC, RPC, SUBJECTS, toProviderDigits, type TemplateSendRequest } from "@platform/contracts";
+import { newId } from "@platform/id";
+import { createLogger } from "@platform/logging";
+import { signBody, startSimulator, type Simulator } from "@platform/provider-simulator";
+import { startService, type RunningService, type ServiceDefinition } from "@platform/service";
+import { collectSubject, createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
+import { definition } from "../../src/service";
+
+export const APP_SECRET = "test-app-secret";
+export const TEMPLATE_ACCOUNT_ID = "waba_test_1";
+
+async function startProviderWebhookStandIn(bus: Bus): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      void (async () => {
+        const raw = Buffer.concat(chunks);
+        const expected = Buffer.from(signBody(raw, APP_SECRET));
+        const given = Buffer.from(String(req.headers["x-hub-signature-256"] ?? ""));
+        if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+          res.writeHead(401).end();
+          return;
+        }
+        const body = raw.toString("utf8");
+        try {
+          await bus.publish(SUBJECTS.providerInbound.subject, { body, receivedAt: new Date().toISOString() }, {
+            msgId: createHash("sha256").update(body).digest("hex"),
+          });
+          res.writeHead(200).end();
+        } catch {
+          res.writeHead(503).end();
+        }
+      })();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/provider/webhooks`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+/** Messaging's template send responder until the real one is merged (see the file comment). */
+export class SendTemplatesStandIn {
+  readonly requests: TemplateSendRequest[] = [];
+  /** Provider sends per E.164 number (a repeated key never sends again). */
+  readonly sendsByPhone = new Map<string, number>();
+  private readonly messages = new Map<string, { messageId: string; outcome: "sent" | "pending" | "failed" }>();
+  /** Numbers whose send is answered `pending`; their `message.sent` follows on the bus shortly after. */
+  readonly pendingPhones = new Set<string>();
+  /** The next N batches fail as an unavailable messaging would (nothing stored, nothing sent). */
+  failBatches = 0;
+  /** The next N batches are stored and sent, then the answer is lost (the caller sees an error). */
+  loseAnswers = 0;
+
+  constructor(private readonly bus: Bus) {}
+
+  serve(): void {
+    this.bus.serve(MESSAGING_RPC.sendTemplates, async (req) => {
+      this.requests.push(req);
+      if (this.failBatches > 0) {
+        this.failBatches--;
+        throw new RpcCallError("SERVICE_UNAVAILABLE", "messaging down", true);
+      }
+      const { optedOut } = await this.bus.request(RPC.checkOptOuts, {
+        organizationId: req.organizationId,
+        messagingChannelId: req.messagingChannelId,
+        phones: req.sends.map((s) => s.phone),
+      });
+      const out = new Set(optedOut);
+      const results = [];
+      for (const send of req.sends) {
+        const key = `${req.organizationId}|${send.key}`;
+        let stored = this.messages.get(key);
+        if (!stored) {
+          if (out.has(send.phone)) {
+            results.push({ key: send.key, outcome: "opted_out" as const, messageId: null, providerMessageId: null });
+            continue;
+          }
+          stored = { messageId: newId("message"), outcome: this.pendingPhones.has(send.phone) ? "pending" : "sent" };
+          this.messages.set(key, stored);
+          this.sendsByPhone.set(send.phone, (this.sendsByPhone.get(send.phone) ?? 0) + 1);
+          if (stored.outcome === "pending") this.finishLater(req, send.phone, stored);
+        }
+        results.push({ key: send.key, outcome: stored.outcome, messageId: stored.messageId, providerMessageId: stored.outcome === "sent" ? `wamid.${stored.messageId}` : null });
+      }
+      if (this.loseAnswers > 0) {
+        this.loseAnswers--;
+        throw new RpcCallError("SERVICE_UNAVAILABLE", "answer lost", true);
+      }
+      return { results };
+    });
+  }
+
+  private finishLater(req: TemplateSendRequest, phone: string, stored: { messageId: string; outcome: string }): void {
+    setTimeout(() => {
+      stored.outcome = "sent";
+      const id = newId("event");
+      void this.bus.publish(
+        eventSubject("message.sent"),
+        {
+          event: "message.sent",
+          timestamp: new Date().toISOString(),
+          organizationId: req.organizationId,
+          data: {
+            id,
+            messageId: stored.messageId,
+            conversationId: newId("conversation"),
+            contactId: newId("contact"),
+            messagingChannelId: req.messagingChannelId,
+            phone,
+            status: "sent",
+            providerMessageId: `wamid.${stored.messageId}`,
+            templateJobId: req.templateJobId,
+          },
+        },
+        { msgId: id },
+      );
+    }, 200);
+  }
+}
+
+/** True when something answers the template send subject (the real messaging responder). */
+async function hasSendTemplatesResponder(bus: Bus): Promise<boolean> {
+  try {
+    await bus.request(MESSAGING_RPC.sendTemplates, {} as never, { timeoutMs: 2_000 });
+    return true;
+  } catch (err) {
+    return !(err instanceof BusUnavailableError);
+  }
+}
+
+export interface Harness {
+  env: TestEnvironment;
+  bus: Bus;
+  sim: Simulator;
+  messaging: RunningService<unknown>;
+  contacts: RunningService<unknown>;
+  svc: RunningService<any>;
+  /** The stand-in, or undefined when messaging answers template sends itself. */
+  standIn?: SendTemplatesStandIn;
+  events: Awaited<ReturnType<typeof collectSubject>>;
+  /** Starts another template-jobs replica (same database and bus). */
+  startReplica(extra?: Record<string, string>): Promise<RunningService<any>>;
+  /** Stops the current template-jobs process and starts a fresh one (a crash and a pod restart). */
+  restart(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const SERVICE_ENV = { JOB_POLL_MS: "50", JOB_LEASE_MS: "3000", RPC_TIMEOUT_MS: "5000", SEND_BATCH_TIMEOUT_MS: "10000" };
+
+export async function startHarness(label = "tj"): Promise<Harness> {
+  const env = await createTestEnvironment(label);
+  const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "template-jobs-test", log: createLogger("test", "silent") });
+  await bus.ensureStreams();
+  const gateway = await startProviderWebhookStandIn(bus);
+  const sim = await startSimulator({
+    webhookUrl: gateway.url,
+    appSecret: APP_SECRET,
+    accessToken: "test-provider-token",
+    templateAccountId: TEMPLATE_ACCOUNT_ID,
+    statusDelaysMs: { sent: 30, delivered: 60, read: 90 },
+  });
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const contactsDef = (require("@platform/contacts") as { definition: ServiceDefinition<any> }).definition;
+  const messagingDef = (require("@platform/messaging") as { definition: ServiceDefinition<any> }).definition;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const contacts = (await startService(contactsDef, env.serviceEnv(), { exitOnConfigError: false })) as RunningService<unknown>;
+  const messaging = (await startService(
+    messagingDef,
+    env.serviceEnv({ PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "test-provider-token", PROVIDER_TIMEOUT_MS: "1500" }),
+    { exitOnConfigError: false },
+  )) as RunningService<unknown>;
+  let standIn: SendTemplatesStandIn | undefined;
+  if (process.env.TEMPLATE_JOBS_TEST_MESSAGING === "stand-in" || !(await hasSendTemplatesResponder(bus))) {
+    standIn = new SendTemplatesStandIn(bus);
+    standIn.serve();
+  }
+  const events = await collectSubject(env.natsUrl, `${env.namespace}.evt.>`);
+  const replicas: Array<RunningService<any>> = [];
+  const startReplica = async (extra: Record<string, string> = {}) => {
+    const r = await startService(definition, env.serviceEnv({ ...SERVICE_ENV, ...extra }), { exitOnConfigError: false });
+    // Stopping twice (a test, then the harness) stops once.
+    let stopped: Promise<void> | undefined;
+    const stop = r.stop;
+    r.stop = () => (stopped ??= stop());
+    replicas.push(r);
+    return r;
+  };
+  const h: Harness = {
+    env,
+    bus,
+    sim,
+    messaging,
+    contacts,
+    svc: await startReplica(),
+    standIn,
+    events,
+    startReplica,
+    async restart() {
+      await h.svc.stop();
+      h.svc = await startReplica();
+    },
+    async close() {
+      for (const r of replicas) await r.stop().catch(() => undefined);
+      await messaging.stop();
+      await contacts.stop();
+      await events.close();
+      await sim.close();
+      await gateway.close();
+      await bus.close();
+      await env.cleanup();
+    },
+  };
+  return h;
+}
+
+let shared: Promise<Harness> | undefined;
+export function sharedHarness(): Promise<Harness> {
+  shared ??= startHarness("tj");
+  return shared;
+}
+export async function closeSharedHarness(): Promise<void> {
+  if (shared) await (await shared).close();
+  shared = undefined;
+}
+
+export const newOrg = () => newId("organization");
+
+/** supertest against a service with the gateway's internal headers for one organization. */
+export function api(h: Harness, organizationId: string, svc: RunningService<unknown> = h.svc) {
+  const headers = { "x-internal-token": h.env.internalToken, "x-organization-id": organizationId };
+  const agent = request(svc.url);
+  return {
+    get: (path: string) => agent.get(path).set(headers),
+    post: (path: string) => agent.post(path).set(headers),
+    patch: (path: string) => agent.patch(path).set(headers),
+  };
+}
+
+let seq = 0;
+const unique = () => `${Date.now().toString(36)}${(seq++).toString(36)}${Math.floor(Math.random() * 1e6)}`;
+let phoneSeq = Math.floor(Math.random() * 1_000_000);
+/** A fresh, valid US number per call. */
+export const uniquePhone = () => `+1415${String(2_000_000 + (phoneSeq++ % 7_000_000)).padStart(7, "0")}`;
+let providerIdSeq = Math.floor(Math.random() * 1e9);
+export const uniqueProviderTemplateId = () => String(1_000_000_000 + providerIdSeq++);
+
+/** A channel of the organization, created through messaging's admin API. */
+export async function createChannel(h: Harness, organizationId: string, overrides: Record<string, unknown> = {}) {
+  const res = await api(h, organizationId, h.messaging)
+    .post(`/admin/v1/organizations/${organizationId}/channels`)
+    .send({ name: "Main", phoneNumber: "+14155550100", providerPhoneNumberId: `pn${unique()}`, messagesPerSecond: 1000, ...overrides });
+  if (res.status !== 201) throw new Error(`channel create failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; providerPhoneNumberId: string; messagesPerSecond: number };
+}
+
+export async function createTemplate(h: Harness, organizationId: string, overrides: Record<string, unknown> = {}) {
+  const res = await api(h, organizationId)
+    .post(`/admin/v1/organizations/${organizationId}/templates`)
+    .send({
+      name: `promo_${unique()}`,
+      language: "en_US",
+      status: "approved",
+      bodyParameterCount: 1,
+      providerTemplateId: uniqueProviderTemplateId(),
+      templateAccountId: TEMPLATE_ACCOUNT_ID,
+      ...overrides,
+    });
+  if (res.status !== 201) throw new Error(`template create failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; name: string; language: string; providerTemplateId: string; templateAccountId: string; status: string };
+}
+
+/** An organization with a channel and an approved one-parameter template. */
+export async function setup(h: Harness, templateOverrides: Record<string, unknown> = {}, channelOverrides: Record<string, unknown> = {}) {
+  const org = newOrg();
+  const channel = await createChannel(h, org, channelOverrides);
+  const template = await createTemplate(h, org, templateOverrides);
+  return { org, channel, template };
+}
+
+export async function optOut(h: Harness, organizationId: string, channelId: string, phone: string): Promise<void> {
+  const res = await api(h, organizationId, h.contacts).post("/api/v1/opt-outs").send({ action: "set", messagingChannelId: channelId, phone });
+  if (res.status !== 200) throw new Error(`opt-out: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+/** Provider sends to one number so far: the stand-in's count, or the simulator's accepted requests with the real messaging. */
+export function sendsTo(h: Harness, phone: string): number {
+  if (h.standIn) return h.standIn.sendsByPhone.get(phone) ?? 0;
+  const digits = toProviderDigits(phone);
+  return templateRequestsTo(h, phone).filter((r) => r.responseStatus === 200).length;
+}
+
+/** Template requests the simulator recorded for one number (accepted or not). */
+export function templateRequestsTo(h: Harness, phone: string) {
+  const digits = toProviderDigits(phone);
+  return h.sim.requests.filter((r) => (r.body as { to?: string; type?: string })?.to === digits && (r.body as { type?: string }).type === "template");
+}
+
+export async function getJob(h: Harness, organizationId: string, jobId: string) {
+  const res = await api(h, organizationId).get(`/api/v1/templates/send/${jobId}`);
+  if (res.status !== 200) throw new Error(`job get: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { id: string; status: string; sent: number; failed: number; skipped: number; recipients: number; startedAt: string | null; completedAt: string | null; scheduledFor: string | null };
+}
+
+export async function waitForJob(h: Harness, organizationId: string, jobId: string, status: string, timeoutMs = 20_000) {
+  return eventually(async () => {
+    const job = await getJob(h, organizationId, jobId);
+    return job.status === status ? job : undefined;
+  }, timeoutMs);
+}
+
+/** Events of a type collected so far (optionally filtered on data). */
+export function eventsOf(h: Harness, type: string, where: (data: any) => boolean = () => true): any[] {
+  return h.events.received.filter((e) => e.data?.event === type && where(e.data.data)).map((e) => e.data);
+}
+
+export const recipients = (phones: string[], params = 1) => phones.map((phone, i) => ({ phone, bodyParameters: Array.from({ length: params }, (_, k) => `v${i}_${k}`) }));

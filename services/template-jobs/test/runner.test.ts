@@ -1,0 +1,218 @@
+import { expect } from "chai";
+import { toProviderDigits } from "@platform/contracts";
+import { eventually } from "@platform/testing";
+import {
+  api, createTemplate, eventsOf, getJob, optOut, recipients, sendsTo, setup, sharedHarness, templateRequestsTo, TEMPLATE_ACCOUNT_ID,
+  uniquePhone, waitForJob, type Harness,
+} from "./helpers/harness";
+
+describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume, cancel", function () {
+  this.timeout(90_000);
+  let h: Harness;
+  before(async function () {
+    this.timeout(120_000);
+    h = await sharedHarness();
+  });
+  afterEach(() => h.sim.setMode({ kind: "ok" }));
+
+  const phones = (n: number) => Array.from({ length: n }, () => uniquePhone());
+  async function createJob(org: string, body: Record<string, unknown>) {
+    const res = await api(h, org).post("/api/v1/templates/send").send(body);
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return res.body as { id: string; status: string; scheduledFor: string | null };
+  }
+  const db = () => h.svc.deps.db;
+  const slots = async (jobId: string) =>
+    // In time order: the lanes reserve consecutive slots, not necessarily in recipient order.
+    (await db().query(`SELECT slot_at FROM template_jobs.job_recipients WHERE job_id = $1 AND slot_at IS NOT NULL ORDER BY slot_at`, [jobId])).map(
+      (r: { slot_at: Date }) => r.slot_at.getTime(),
+    );
+
+  it("sends every recipient once, as a template message with the contract's components, and completes with counts", async () => {
+    const { org, channel, template } = await setup(h, { bodyParameterCount: 2, headerFormat: "document" });
+    const list = phones(3);
+    const job = await createJob(org, {
+      templateId: template.id,
+      messagingChannelId: channel.id,
+      headerMedia: { url: "https://example.com/a.pdf", fileName: "a.pdf" },
+      recipients: list.map((phone, i) => ({
+        phone,
+        bodyParameters: [`Ann${i}`, "42"],
+        ...(i === 0 ? { buttonParameters: [{ type: "quick_reply", payload: "YES" }, { type: "url", text: "abc", index: 2 }] } : {}),
+      })),
+    });
+    const done = await waitForJob(h, org, job.id, "completed");
+    expect(done).to.include({ recipients: 3, sent: 3, failed: 0, skipped: 0 });
+    expect(Date.parse(done.startedAt!)).to.be.at.most(Date.parse(done.completedAt!));
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+    const [first] = templateRequestsTo(h, list[0]);
+    expect(first.phoneNumberId).to.equal(channel.providerPhoneNumberId);
+    expect((first.body as any).template).to.deep.equal({
+      name: template.name,
+      language: { policy: "deterministic", code: "en_US" },
+      components: [
+        { type: "header", parameters: [{ type: "document", document: { link: "https://example.com/a.pdf", filename: "a.pdf" } }] },
+        { type: "body", parameters: [{ type: "text", text: "Ann0" }, { type: "text", text: "42" }] },
+        { type: "button", sub_type: "quick_reply", index: "0", parameters: [{ type: "payload", payload: "YES" }] },
+        { type: "button", sub_type: "url", index: "2", parameters: [{ type: "text", text: "abc" }] },
+      ],
+    });
+    expect((templateRequestsTo(h, list[1])[0].body as any).template.components).to.have.length(2);
+    // Recorded as messages of the messaging service: message.sent with templateJobId, a conversation each.
+    await eventually(() => eventsOf(h, "message.sent", (d) => d.templateJobId === job.id).length === 3);
+    const sent = eventsOf(h, "message.sent", (d) => d.templateJobId === job.id);
+    expect(sent.map((e) => e.data.phone).sort()).to.deep.equal([...list].sort());
+    expect(eventsOf(h, "conversation.opened", (d) => list.includes(d.phone))).to.have.length(3);
+  });
+
+  it("sends no component at all for a template without parameters or header (numeric template id)", async () => {
+    const { org, channel, template } = await setup(h, { bodyParameterCount: 0 });
+    const [p] = phones(1);
+    const job = await createJob(org, { templateId: template.providerTemplateId, templateAccountId: TEMPLATE_ACCOUNT_ID, messagingChannelId: channel.id, recipients: [{ phone: p }] });
+    await waitForJob(h, org, job.id, "completed");
+    const [req] = templateRequestsTo(h, p);
+    expect((req.body as any).template).to.deep.equal({ name: template.name, language: { policy: "deterministic", code: "en_US" } });
+  });
+
+  it("skips opted-out recipients: counted as skipped, never reaching the provider", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(5);
+    await optOut(h, org, channel.id, list[1]);
+    await optOut(h, org, channel.id, list[3]);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    const done = await waitForJob(h, org, job.id, "completed");
+    expect(done).to.include({ sent: 3, skipped: 2, failed: 0 });
+    expect(list.map((p) => templateRequestsTo(h, p).length)).to.deep.equal([1, 0, 1, 0, 1]);
+  });
+
+  it("starts a scheduled job at scheduledFor, not before, also across a restart", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(2);
+    const scheduledAt = new Date(Date.now() + 2_500).toISOString();
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), scheduledAt });
+    expect(job.status).to.equal("queued");
+    expect(job.scheduledFor).to.equal(scheduledAt);
+    await h.restart();
+    const done = await waitForJob(h, org, job.id, "completed");
+    // The runner's own record: started no earlier than the schedule, and nothing was sent before.
+    expect(Date.parse(done.startedAt!)).to.be.at.least(Date.parse(scheduledAt));
+    for (const p of list) {
+      expect(sendsTo(h, p)).to.equal(1);
+      expect(templateRequestsTo(h, p)[0].receivedAt).to.be.at.least(Date.parse(scheduledAt));
+    }
+  });
+
+  it("spreads a throttled job evenly: one slot every 3600/throttlePerHour seconds, decided and stored by the runner", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(8);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), throttlePerHour: 36_000 });
+    await waitForJob(h, org, job.id, "completed");
+    const decided = await slots(job.id);
+    expect(decided).to.have.length(8);
+    for (let i = 1; i < decided.length; i++) expect(decided[i] - decided[i - 1], `gap ${i}`).to.be.at.least(100);
+    for (const p of list) expect(sendsTo(h, p)).to.equal(1);
+  });
+
+  it("pauses while the template is paused and resumes when it is approved again; every recipient still once", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(60);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), throttlePerHour: 36_000 });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 2, 20_000);
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event: "PAUSED" });
+    const paused = await waitForJob(h, org, job.id, "paused");
+    expect(paused.sent).to.be.below(60);
+    await eventually(() => eventsOf(h, "template.status_updated", (d) => d.templateId === template.id && d.status === "paused").length === 1);
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event: "APPROVED" });
+    const done = await waitForJob(h, org, job.id, "completed", 30_000);
+    expect(done.sent).to.equal(60);
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
+  it("fails the job when the template is disabled", async () => {
+    const { org, channel, template } = await setup(h);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(phones(60)), throttlePerHour: 36_000 });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 1, 20_000);
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event: "DISABLED" });
+    const failed = await waitForJob(h, org, job.id, "failed");
+    expect(failed.completedAt).to.be.a("string");
+    expect(failed.sent).to.be.below(60);
+  });
+
+  it("stops sending on cancel", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(30);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), throttlePerHour: 36_000 });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 2, 20_000);
+    const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
+    expect(cancelled.body.status).to.equal("cancelled");
+    // The runner lets go of the job (its lease is cleared by the cancel and never renewed).
+    await eventually(async () => {
+      const [row] = await db().query(`SELECT lease_owner FROM template_jobs.jobs WHERE id = $1`, [job.id]);
+      const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [job.id]);
+      // At most the throttle lanes (4) were claimed when the cancel came; they stay `sending`, never sent.
+      return row.lease_owner === null && open.n <= 4;
+    });
+    const total = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    expect(total).to.be.below(30);
+    expect((await getJob(h, org, job.id)).status).to.equal("cancelled");
+  });
+
+  it("a 130429 slows the channel and loses nobody: pending sends are finished by message.sent events", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(6);
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 3 });
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    const done = await waitForJob(h, org, job.id, "completed", 60_000);
+    expect(done).to.include({ sent: 6, failed: 0 });
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
+  it("counts permanent provider refusals as failed, once, and still completes", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(4);
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 132001, message: "Template name does not exist in the translation", times: 2 });
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    const done = await waitForJob(h, org, job.id, "completed", 30_000);
+    expect(done).to.include({ sent: 2, failed: 2, skipped: 0 });
+    expect(list.map((p) => templateRequestsTo(h, p).length)).to.deep.equal([1, 1, 1, 1]);
+    await eventually(() => eventsOf(h, "message.failed", (d) => d.templateJobId === job.id).length === 2);
+  });
+
+  it("several replicas never run one job twice", async () => {
+    const other = await h.startReplica();
+    try {
+      const { org, channel, template } = await setup(h);
+      const list = phones(150);
+      const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+      const second = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(phones(50)) });
+      await waitForJob(h, org, job.id, "completed", 60_000);
+      await waitForJob(h, org, second.id, "completed", 60_000);
+      for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+      const digits = new Set(list.map(toProviderDigits));
+      expect(h.sim.requests.filter((r) => digits.has((r.body as { to: string }).to)).length).to.equal(150);
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it("a job interrupted mid-run (service restarted) resumes and sends nobody twice nor skips anyone", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(25);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), throttlePerHour: 36_000 });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 5, 20_000);
+    await h.restart();
+    const done = await waitForJob(h, org, job.id, "completed", 30_000);
+    expect(done.sent).to.equal(25);
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
+  it("numeric template id jobs and templates of other organizations stay apart", async () => {
+    const a = await setup(h);
+    const b = await createTemplate(h, a.org, { status: "approved", bodyParameterCount: 1 });
+    const [p] = phones(1);
+    const job = await createJob(a.org, { templateId: b.providerTemplateId, templateAccountId: TEMPLATE_ACCOUNT_ID, messagingChannelId: a.channel.id, recipients: recipients([p]) });
+    const done = await waitForJob(h, a.org, job.id, "completed");
+    expect(done).to.include({ templateId: b.id, sent: 1 });
+    expect((templateRequestsTo(h, p)[0].body as any).template.name).to.equal(b.name);
+  });
+});

@@ -1,0 +1,126 @@
+import { expect } from "chai";
+import { collectSubject, eventually } from "@platform/testing";
+import { E2E } from "./stack";
+
+/** Template jobs through the gateway as an integrator sees them: plans, the 16 MB limit, the simulator's recorded sends. */
+describe("e2e: templates and bulk template jobs through the gateway", function () {
+  this.timeout(240_000);
+  const e2e = new E2E();
+  before(() => e2e.start());
+  after(() => e2e.stop());
+
+  const simRequests = async () => ((await (await fetch(`${e2e.stack.simulatorUrl}/_sim/requests`)).json()) as { requests: Array<{ body: any; phoneNumberId: string; responseStatus: number }> }).requests;
+  let seq = 0;
+  const uniquePhoneNumberId = () => String(200_000_000 + Math.floor(Math.random() * 700_000_000) + seq++);
+
+  async function orgWithChannelAndTemplate(plan = "growth") {
+    const org = await e2e.organization({ plan });
+    const channel = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/channels`, {
+      name: "Bulk", phoneNumber: "+15550100000", providerPhoneNumberId: uniquePhoneNumberId(), messagesPerSecond: 1000,
+    });
+    expect(channel.status).to.equal(201);
+    const providerTemplateId = String(5_000_000 + Math.floor(Math.random() * 1e9));
+    const template = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/templates`, {
+      name: "order_update", language: "en_US", category: "UTILITY", status: "approved", bodyParameterCount: 1,
+      providerTemplateId, templateAccountId: "waba_e2e", headerFormat: "image",
+    });
+    expect(template.status, JSON.stringify(template.body)).to.equal(201);
+    return { org, channelId: channel.body.id as string, providerPhoneNumberId: channel.body.providerPhoneNumberId as string, template: template.body };
+  }
+
+  it("sends a job: components, opted-out skipped, progress; the status webhook pauses the template; other tenants see 404", async () => {
+    const { org, channelId, providerPhoneNumberId, template } = await orgWithChannelAndTemplate();
+    const list = await e2e.call("GET", "/api/v1/templates?limit=10", { token: org.key });
+    expect(list.status).to.equal(200);
+    expect(list.body.items.map((t: { id: string }) => t.id)).to.deep.equal([template.id]);
+
+    const optOut = await e2e.call("POST", "/api/v1/opt-outs", { token: org.key, body: { action: "set", messagingChannelId: channelId, phone: "+15550002222" } });
+    expect(optOut.status).to.equal(200);
+    const body = {
+      templateId: template.providerTemplateId,
+      templateAccountId: "waba_e2e",
+      messagingChannelId: channelId,
+      headerMedia: { url: "https://example.com/banner.png" },
+      recipients: [
+        { phone: "+1 555 000 1111", bodyParameters: ["Ann"], buttonParameters: [{ type: "quick_reply", payload: "TRACK" }] },
+        { phone: "+15550002222", bodyParameters: ["Bob"] },
+        { phone: "0015550003333", bodyParameters: ["Cy"] },
+      ],
+    };
+    const created = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body, headers: { "Idempotency-Key": "e2e-job-1" } });
+    expect(created.status, JSON.stringify(created.body)).to.equal(200);
+    expect(created.body).to.include({ templateId: template.id, scheduledFor: null });
+    const replay = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body, headers: { "Idempotency-Key": "e2e-job-1" } });
+    expect(replay.headers.get("idempotent-replayed")).to.equal("true");
+    expect(replay.body.id).to.equal(created.body.id);
+
+    const done = await eventually(async () => {
+      const job = await e2e.call("GET", `/api/v1/templates/send/${created.body.id}`, { token: org.key });
+      return job.body.status === "completed" ? job.body : undefined;
+    }, 30_000);
+    expect(done).to.include({ recipients: 3, sent: 2, skipped: 1, failed: 0 });
+    const sends = (await simRequests()).filter((r) => r.phoneNumberId === providerPhoneNumberId);
+    expect(sends.map((r) => r.body.to).sort()).to.deep.equal(["15550001111", "15550003333"]);
+    const ann = sends.find((r) => r.body.to === "15550001111")!;
+    expect(ann.body.template.components).to.deep.equal([
+      { type: "header", parameters: [{ type: "image", image: { link: "https://example.com/banner.png" } }] },
+      { type: "body", parameters: [{ type: "text", text: "Ann" }] },
+      { type: "button", sub_type: "quick_reply", index: "0", parameters: [{ type: "payload", payload: "TRACK" }] },
+    ]);
+
+    const other = await e2e.organization();
+    expect((await e2e.call("GET", `/api/v1/templates/send/${created.body.id}`, { token: other.key })).status).to.equal(404);
+    expect((await e2e.call("GET", "/api/v1/templates", { token: other.key })).body.items).to.deep.equal([]);
+
+    // The provider pauses the template: status webhook → gateway → bus → template-jobs.
+    const bus = await collectSubject(e2e.env.natsUrl, `${e2e.env.namespace}.evt.template.status_updated.v1`);
+    try {
+      const injected = await fetch(`${e2e.stack.simulatorUrl}/_sim/template-status`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ templateAccountId: "waba_e2e", providerTemplateId: Number(template.providerTemplateId), name: "order_update", language: "en_US", event: "PAUSED" }),
+      });
+      expect(injected.status).to.equal(200);
+      const event = await eventually(() => bus.received.find((m) => m.data.data.templateId === template.id), 15_000);
+      expect(event.data.data).to.include({ status: "paused", previousStatus: "approved", providerTemplateId: template.providerTemplateId });
+    } finally {
+      await bus.close();
+    }
+    const refused = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body: { ...body, recipients: body.recipients.slice(0, 1) } });
+    expect(refused.status).to.equal(403);
+    expect(refused.body.error.code).to.equal("TEMPLATE_NOT_APPROVED");
+  });
+
+  it("plans: starter and inactive get 402 on POST /api/v1/templates/send; reads stay open", async () => {
+    for (const plan of ["starter", "inactive"]) {
+      const { org, channelId, template } = await orgWithChannelAndTemplate(plan);
+      const res = await e2e.call("POST", "/api/v1/templates/send", {
+        token: org.key,
+        body: { templateId: template.id, messagingChannelId: channelId, recipients: [{ phone: "+15550001111", bodyParameters: ["x"] }] },
+      });
+      expect(res.status, plan).to.equal(402);
+      expect(res.body.error.code).to.equal("PAYMENT_REQUIRED");
+      expect((await e2e.call("GET", "/api/v1/templates", { token: org.key })).status, plan).to.equal(200);
+    }
+  });
+
+  it("takes 50,000 recipients in a body of about 15 MB through the gateway and refuses bodies over 16 MB with 413", async () => {
+    const { org, channelId, template } = await orgWithChannelAndTemplate();
+    const filler = "x".repeat(240);
+    const recipients = Array.from({ length: 50_000 }, (_, i) => ({ phone: `+1415${String(3_000_000 + i)}`, bodyParameters: [`customer number ${i} ${filler}`] }));
+    expect(JSON.stringify(recipients).length).to.be.within(14_000_000, 16_000_000);
+    const scheduledAt = new Date(Date.now() + 24 * 3_600_000).toISOString();
+    const big = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body: { templateId: template.id, messagingChannelId: channelId, recipients, scheduledAt } });
+    expect(big.status, JSON.stringify(big.body).slice(0, 300)).to.equal(200);
+    expect(big.body).to.include({ recipients: 50_000, status: "queued", scheduledFor: scheduledAt });
+    const cancel = await e2e.call("POST", `/api/v1/templates/send/${big.body.id}/cancel`, { token: org.key });
+    expect(cancel.body.status).to.equal("cancelled");
+
+    const tooBig = await e2e.call("POST", "/api/v1/templates/send", {
+      token: org.key,
+      body: { templateId: template.id, messagingChannelId: channelId, recipients: [{ phone: "+15550001111", bodyParameters: ["x".repeat(17 * 1024 * 1024)] }] },
+    });
+    expect(tooBig.status).to.equal(413);
+    expect(tooBig.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+  });
+});
