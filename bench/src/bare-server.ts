@@ -1,12 +1,32 @@
-/** Reference servers for the gateway benchmark: `node bare-server.js express|http` prints its port. */
+/**
+ * Reference servers: `node bare-server.js express|http|insert` prints its port.
+ * `express` and `http` answer the gateway benchmark's JSON; `insert` is the
+ * messages benchmark's reference, a bare express app that parses the JSON body
+ * and does one INSERT per request against the same Postgres (DATABASE_URL).
+ */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
+import { Pool } from "pg";
+import { newId } from "@platform/id";
 
 const kind = process.argv[2];
 const body = { ok: true, organizationId: "org_01jd0000000000000000000000" };
 let server: http.Server;
-if (kind === "express") {
+if (kind === "insert") {
+  const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+  const app = express();
+  app.use(express.json());
+  app.post("/api/v1/messages", async (req, res) => {
+    const id = newId("message");
+    await pool.query(`INSERT INTO bare_messages (id, body) VALUES ($1, $2)`, [id, JSON.stringify(req.body)]);
+    res.status(200).json({ id, status: "sent" });
+  });
+  server = http.createServer(app);
+  void pool
+    .query(`CREATE TABLE IF NOT EXISTS bare_messages (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
+    .then(() => server.listen(0, "127.0.0.1"));
+} else if (kind === "express") {
   const app = express();
   app.get("/api/v1/ping", (_req, res) => {
     res.json(body);

@@ -29,7 +29,9 @@ import { cpuReport, cpuSeconds, load, rssMb, startChild, stopChild } from "./lib
 
 const RECIPIENTS = 2_000;
 const CHANNELS = Number(process.env.BENCH_CHANNELS ?? 2);
-const DURATION_S = 12;
+const DURATION_S = Number(process.env.BENCH_SECONDS ?? 12);
+/** Duration of the reference run (bare express + one INSERT) after each level. */
+const BARE_DURATION_S = Number(process.env.BENCH_BARE_SECONDS ?? 5);
 /** Load levels (concurrent connections); BENCH_CONNECTIONS=4,64 overrides. */
 const LEVELS = (process.env.BENCH_CONNECTIONS ?? "4,16,24,32,64").split(",").map(Number);
 
@@ -72,6 +74,7 @@ export async function run(): Promise<string> {
   const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-messages", log: createLogger("bench", "silent") });
   const db = new Client({ connectionString: env.databaseUrl });
   await db.connect();
+  let bareChild: import("node:child_process").ChildProcess | undefined;
   try {
     const url = `http://127.0.0.1:${gatewayPort}`;
     const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
@@ -148,6 +151,18 @@ export async function run(): Promise<string> {
       void rssMb(contacts.child.pid).then((v) => (peakContacts = Math.max(peakContacts, v || 0)));
     }, 500);
     const pids = { gateway: gateway.child.pid, messaging: messaging.child.pid, contacts: contacts.child.pid, "load+simulator": process.pid };
+    // The reference of the same run: a bare express app doing one INSERT per request against the same Postgres.
+    const bare = await startChild(path.join(__dirname, "bare-server.js"), ["insert"], { ...process.env, DATABASE_URL: env.databaseUrl });
+    bareChild = bare.child;
+    const bareUrl = `http://127.0.0.1:${bare.port}`;
+    let bareN = 0;
+    const bareRequest: autocannon.Request = {
+      method: "POST",
+      path: "/api/v1/messages",
+      headers: { "content-type": "application/json" },
+      setupRequest: (req) => ({ ...req, body: JSON.stringify({ to: phones[bareN % RECIPIENTS], text: `bare ${bareN++}` }) }),
+    };
+    await load({ url: bareUrl, connections: 16, duration: 2, requests: [bareRequest] });
     const rowsOut: string[] = [];
     const cpuLines: string[] = [];
     let met = false;
@@ -158,7 +173,10 @@ export async function run(): Promise<string> {
       const cpuAfter = await cpuSeconds(pids);
       failures += result.non2xx + result.errors;
       met ||= result.rps >= 1000 && result.p99 < 50;
-      rowsOut.push(`| ${connections} | ${result.rps} | ${result.p50} | ${result.p99} | ${result.non2xx} / ${result.errors} of ${result.total} |`);
+      const ref = await load({ url: bareUrl, connections, duration: BARE_DURATION_S, requests: [bareRequest] });
+      rowsOut.push(
+        `| ${connections} | ${result.rps} | ${result.p50} | ${result.p99} | ${result.non2xx} / ${result.errors} of ${result.total} | ${ref.rps} (p99 ${ref.p99}) | ${((result.rps / ref.rps) * 100).toFixed(0)}% |`,
+      );
       cpuLines.push(`- ${connections} connections: ${cpuReport(cpuBefore, cpuAfter, DURATION_S, result.total)}`);
     }
     clearInterval(sampler);
@@ -174,8 +192,8 @@ export async function run(): Promise<string> {
       `Sustained \`POST /api/v1/messages\` through the gateway (API key, rate limit, proxy), ${DURATION_S} s per load level after a 3 s warm-up;`,
       `${RECIPIENTS} recipients with open service windows over ${CHANNELS} channels of 1,000 msg/s; provider = simulator (no status callbacks).`,
       "",
-      "| connections | messages/s | p50 ms | p99 ms | non-2xx / errors |",
-      "|---|---|---|---|---|",
+      "| connections | messages/s | p50 ms | p99 ms | non-2xx / errors | bare express + 1 INSERT req/s (same run) | messages / bare |",
+      "|---|---|---|---|---|---|---|",
       ...rowsOut,
       "",
       `Peak RSS over all levels: messaging ${peakMessaging} MB, contacts ${peakContacts} MB, gateway ${peakGateway} MB (target < 200 MB each: ${rssMet ? "met" : "NOT met"}).`,
@@ -187,6 +205,7 @@ export async function run(): Promise<string> {
   } finally {
     await db.end();
     await bus.close();
+    if (bareChild) await stopChild(bareChild);
     await stopChild(gateway.child);
     await stopChild(messaging.child);
     await stopChild(contacts.child);

@@ -87,6 +87,43 @@ describe("bus responder: resolveContacts (bulk, for template jobs)", () => {
     expect(count).to.equal(2_000);
   });
 
+  it("with names and waIds (inbound batches): keeps them like resolveContact, one contact per number under concurrent overlapping requests", async () => {
+    const org = newOrg();
+    const known = newPhone();
+    const knownContact = await resolveContact(org, known, { name: "Old", waId: known.slice(1) });
+    const phones = [known, ...Array.from({ length: 200 }, (_, i) => `+1789${String(i).padStart(7, "0")}`)];
+    const request = (k: number) => {
+      const order = k % 2 ? [...phones].reverse() : phones;
+      return harness().bus.request(
+        CONTACTS_RPC.resolveContacts,
+        { organizationId: org, phones: order, names: order.map((p) => (p === known ? "New" : `N${p.slice(-3)}`)), waIds: order.map((p) => p.slice(1)) },
+        { timeoutMs: 20_000 },
+      );
+    };
+    const answers = await Promise.all([0, 1, 2, 3].map(request));
+    expect(answers.reduce((n, a) => n + a.created, 0)).to.equal(200);
+    expect(answers[0].contactIds[0]).to.equal(knownContact.contactId);
+    expect(answers[2].contactIds).to.deep.equal(answers[0].contactIds);
+    expect([...answers[1].contactIds].reverse()).to.deep.equal(answers[0].contactIds);
+    const rows = await harness().svc.deps.db.query(`SELECT phone, name, wa_id FROM contacts.contacts WHERE organization_id = $1 ORDER BY phone`, [org]);
+    expect(rows).to.have.length(201);
+    for (const r of rows) expect(r).to.deep.include({ name: r.phone === known ? "New" : `N${r.phone.slice(-3)}`, wa_id: r.phone.slice(1) });
+    // Unknown (null) names keep what is stored; a repeat changes nothing.
+    const again = await harness().bus.request(CONTACTS_RPC.resolveContacts, { organizationId: org, phones: [known], names: [null], waIds: [null] });
+    expect(again).to.deep.equal({ contactIds: [knownContact.contactId], created: 0 });
+    const [{ name }] = await harness().svc.deps.db.query(`SELECT name FROM contacts.contacts WHERE organization_id = $1 AND phone = $2`, [org, known]);
+    expect(name).to.equal("New");
+  });
+
+  it("refuses names or waIds not aligned with phones", async () => {
+    try {
+      await harness().bus.request(CONTACTS_RPC.resolveContacts, { organizationId: newOrg(), phones: [newPhone()], names: ["a", "b"] });
+      expect.fail("should have thrown");
+    } catch (err) {
+      expect((err as RpcCallError).code).to.equal("VALIDATION_ERROR");
+    }
+  });
+
   it("refuses numbers that are not E.164 and more than 10,000 numbers", async () => {
     for (const phones of [["14155550100"], ["+0123"], Array.from({ length: 10_001 }, (_, i) => `+1788${String(i).padStart(7, "0")}`)]) {
       try {

@@ -21,10 +21,10 @@ export async function resolveContact(
   return ctx.contacts.resolve(req.organizationId, phone, { name: req.name, waId: req.waId });
 }
 
-/** Contacts of many E.164 numbers at once (template jobs), in the order given. */
+/** Contacts of many E.164 numbers at once (template jobs, inbound batches with names and waIds), in the order given. */
 export async function resolveContacts(
   ctx: ContactsContext,
-  req: { organizationId: string; phones: string[] },
+  req: { organizationId: string; phones: string[]; names?: Array<string | null>; waIds?: Array<string | null> },
 ): Promise<{ contactIds: string[]; created: number }> {
-  return ctx.contacts.resolveMany(req.organizationId, req.phones);
+  return ctx.contacts.resolveMany(req.organizationId, req.phones, { names: req.names, waIds: req.waIds });
 }

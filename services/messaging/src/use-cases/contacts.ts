@@ -1,4 +1,4 @@
-import { RPC } from "@platform/contracts";
+import { CONTACTS_RPC, RPC } from "@platform/contracts";
 import { ApiError } from "@platform/http";
 import type { Bus } from "@platform/bus";
 import { Batcher } from "@platform/runtime";
@@ -42,4 +42,17 @@ export async function resolveContact(
 ): Promise<string> {
   const answer = await bus.request(RPC.resolveContact, input, { timeoutMs: TIMEOUT_MS });
   return answer.contactId;
+}
+
+/**
+ * The contacts of many E.164 phones in one request (an inbound batch), with
+ * each one's name and waId when known (null otherwise); phone → contact id.
+ * Throws the bus error (the caller's batch is redelivered).
+ */
+export async function resolveContacts(
+  bus: Bus,
+  input: { organizationId: string; phones: string[]; names: Array<string | null>; waIds: Array<string | null> },
+): Promise<Map<string, string>> {
+  const answer = await bus.request(CONTACTS_RPC.resolveContacts, input, { timeoutMs: TIMEOUT_MS });
+  return new Map(input.phones.map((p, k) => [p, answer.contactIds[k]]));
 }

@@ -7,13 +7,13 @@ import {
   type ProviderStatus,
 } from "@platform/contracts";
 import { newId } from "@platform/id";
+import { Batcher } from "@platform/runtime";
 import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
-import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
-import { serviceWindowsRepository } from "../db/repositories/service-windows.repository";
+import { messagesRepository, type InboundInsert, type MessageRow } from "../db/repositories/messages.repository";
 import type { MessageStatus } from "../db/entities/message.entity";
-import { resolveContact } from "./contacts";
+import { resolveContacts } from "./contacts";
 import { conversationEvent, messageReceivedEvent, messageStatusEvent, type OutboundEventStatus } from "./events";
 
 /**
@@ -86,54 +86,137 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
   const fresh = incoming.filter((i) => !known.has(i.m.id));
   if (fresh.length === 0) return;
 
+  // The batch's contacts in one request (created when new, name and waId kept), not one per sender.
   const profiles = new Map((value.contacts ?? []).map((c) => [c.wa_id, c.profile?.name]));
-  const contactIds = new Map<string, string>();
-  await Promise.all(
-    [...new Map(fresh.map((i) => [i.phone, i.m])).entries()].map(async ([phone, m]) => {
-      const name = profiles.get(m.from) ?? (value.contacts?.length === 1 ? value.contacts[0].profile?.name : undefined);
-      const contactId = await resolveContact(ctx.bus, {
-        organizationId: channel.organization_id,
-        phone,
-        waId: m.from.replace(/[^\d]/g, ""),
-        ...(name ? { name } : {}),
-      });
-      contactIds.set(phone, contactId);
-    }),
-  );
+  const senders = [...new Map(fresh.map((i) => [i.phone, i.m])).entries()];
+  const contactIds = await resolveContacts(ctx.bus, {
+    organizationId: channel.organization_id,
+    phones: senders.map(([phone]) => phone),
+    names: senders.map(([, m]) => profiles.get(m.from) ?? (value.contacts?.length === 1 ? value.contacts[0].profile?.name : undefined) ?? null),
+    waIds: senders.map(([, m]) => m.from.replace(/[^\d]/g, "")),
+  });
 
+  await groupOf(ctx).inbound.submit(channel.id, { channel, items: fresh.map(({ m, phone }) => ({ m, phone, contactId: contactIds.get(phone)! })) }).then(settle);
+}
+
+type InboundItem = { m: ProviderInboundMessage; phone: string; contactId: string };
+type StatusInput = { ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null };
+type Outcome = { ok: true } | { ok: false; err: unknown };
+const settle = (o: Outcome): void => {
+  if (!o.ok) throw o.err;
+};
+
+/**
+ * Group commit across concurrently consumed provider batches, per channel
+ * (`Batcher`): the batches that arrive while one channel's write is in flight
+ * are written together in the next transaction. Each batch's promise settles
+ * when its own rows are committed, so the bus acks only what is durable. If a
+ * group's transaction fails, each of its batches is tried alone, so one batch
+ * that cannot be stored never holds back the others.
+ */
+const groups = new WeakMap<MessagingContext, { inbound: Batcher<{ channel: ChannelRow; items: InboundItem[] }, Outcome>; statuses: Batcher<{ channel: ChannelRow; input: StatusInput[] }, Outcome> }>();
+function groupOf(ctx: MessagingContext) {
+  let g = groups.get(ctx);
+  if (!g) {
+    const grouped =
+      <T extends { channel: ChannelRow }>(write: (channel: ChannelRow, units: T[]) => Promise<void>) =>
+      async (_channelId: string, units: T[]): Promise<Outcome[]> => {
+        try {
+          await write(units[0].channel, units);
+          return units.map(() => ({ ok: true }));
+        } catch (err) {
+          if (units.length === 1) return [{ ok: false, err }];
+          const alone: Outcome[] = [];
+          for (const u of units) alone.push(await write(u.channel, [u]).then((): Outcome => ({ ok: true }), (e: unknown): Outcome => ({ ok: false, err: e })));
+          return alone;
+        }
+      };
+    g = {
+      inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100),
+      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100),
+    };
+    groups.set(ctx, g);
+  }
+  return g;
+}
+
+/**
+ * Inbound messages of one channel (one or several provider batches) in one
+ * transaction of a fixed number of statements whatever their count: lock the
+ * provider ids (two replicas handling the same provider message serialize
+ * here; the second finds it stored), skip the stored ones, open or touch each
+ * contact's conversation, then store the messages, move the service windows
+ * and write the events in one statement.
+ */
+async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: InboundItem[]): Promise<void> {
   await ctx.db.transaction(async (tx) => {
-    const events: OutboxMessage[] = [];
-    for (const { m, phone } of fresh) {
-      // Two replicas handling the same provider message serialize here; the second finds it stored.
-      await tx.query(`SELECT pg_advisory_xact_lock(hashtext('messaging.inbound:' || $1))`, [m.id]);
-      if ((await messagesRepository.knownInboundIds(tx, [m.id])).size > 0) continue;
-      const contactId = contactIds.get(phone)!;
-      const { conversation, opened } = await conversationsRepository.openOrTouch(tx, {
-        organizationId: channel.organization_id,
-        channelId: channel.id,
-        contactId,
-        phone,
-      });
-      const at = providerTime(m.timestamp);
-      const stored = await messagesRepository.insertInbound(tx, {
+    const unique = [...new Map(fresh.map((i) => [i.m.id, i])).values()];
+    await messagesRepository.lockInboundIds(tx, unique.map((i) => i.m.id));
+    const stored = await messagesRepository.knownInboundIds(tx, unique.map((i) => i.m.id));
+    const todo = unique.filter((i) => !stored.has(i.m.id));
+    if (todo.length === 0) return;
+    const conversations = await conversationsRepository.openOrTouchMany(tx, {
+      organizationId: channel.organization_id,
+      channelId: channel.id,
+      contacts: todo.map(({ phone, contactId }) => ({ contactId, phone })),
+    });
+    const rows: InboundInsert[] = todo.map(({ m, phone, contactId }) => {
+      return {
         id: newId("message"),
         organizationId: channel.organization_id,
         channelId: channel.id,
-        conversationId: conversation.id,
+        conversationId: conversations.get(contactId)!.conversation.id,
         contactId,
         phone,
         type: m.type,
         ...content(m),
         providerMessageId: m.id,
-        providerTimestamp: at,
-      });
-      if (!stored) continue;
-      await serviceWindowsRepository.recordInbound(tx, channel.id, phone, at);
-      if (opened) events.push(conversationEvent(conversation, "conversation.opened"));
-      events.push(messageReceivedEvent(stored));
+        providerTimestamp: providerTime(m.timestamp),
+      };
+    });
+    // Events in input order: a conversation's `conversation.opened` before its first `message.received`.
+    const events: Array<OutboxMessage & { messageId: string }> = [];
+    const announced = new Set<string>();
+    for (const r of rows) {
+      const c = conversations.get(r.contactId)!;
+      if (c.opened && !announced.has(c.conversation.id)) {
+        announced.add(c.conversation.id);
+        events.push({ ...conversationEvent(c.conversation, "conversation.opened"), messageId: r.id });
+      }
+      events.push({ ...messageReceivedEvent(inboundRow(r)), messageId: r.id });
     }
-    await enqueue(tx, "messaging", events);
+    await messagesRepository.insertInboundBatch(tx, rows, events);
   });
+}
+
+/** The row an inbound insert stores, for its event (the event reads no column the database fills in but `created_at`). */
+function inboundRow(r: InboundInsert): MessageRow {
+  return {
+    id: r.id,
+    organization_id: r.organizationId,
+    channel_id: r.channelId,
+    conversation_id: r.conversationId,
+    contact_id: r.contactId,
+    phone: r.phone,
+    direction: "inbound",
+    type: r.type,
+    text: r.text,
+    button_text: r.buttonText,
+    button_payload: r.buttonPayload,
+    status: "received" as MessageStatus,
+    provider_message_id: r.providerMessageId,
+    provider_timestamp: r.providerTimestamp,
+    template_job_id: null,
+    send_key: null,
+    template_payload: null,
+    error_code: null,
+    error_title: null,
+    attempts: 0,
+    lease_until: null,
+    next_attempt_at: null,
+    created_at: r.providerTimestamp,
+    updated_at: r.providerTimestamp,
+  };
 }
 
 function content(m: ProviderInboundMessage): { text: string | null; buttonText: string | null; buttonPayload: string | null } {
@@ -149,51 +232,66 @@ const FINAL = new Set<MessageStatus>(["read", "failed"]);
  * any non-final state; `read` and `failed` are final. Each transition is
  * emitted once. A message still `pending` (its send answer not stored yet)
  * that jumps ahead also gets its `message.sent`, since the provider has it.
+ *
+ * One transaction: one set-based UPDATE decides every message's new status
+ * with these rules in SQL (`applyStatusBatch`), then the events of exactly
+ * the changes it made go to the outbox in the same transaction.
  */
 async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: ProviderStatus[]): Promise<void> {
-  const ourIds = statuses.map((s) => s.biz_opaque_callback_data).filter((x): x is string => typeof x === "string" && x.length > 0);
-  const providerIds = statuses.map((s) => s.id);
+  const input = statuses.map((s) => {
+    const e = s.status === "failed" ? s.errors?.[0] : undefined;
+    return {
+      ourId: s.biz_opaque_callback_data ? s.biz_opaque_callback_data : null,
+      providerMessageId: s.id,
+      status: s.status,
+      errorCode: s.status === "failed" ? (e ? String(e.code) : "unknown") : null,
+      errorTitle: s.status === "failed" ? (e?.title ?? e?.message ?? "Message failed") : null,
+    };
+  });
+  await groupOf(ctx).statuses.submit(channel.id, { channel, input }).then(settle);
+}
+
+/** Statuses of one channel (one or several provider batches, in arrival order) in one transaction: one UPDATE, then the events. */
+async function writeStatuses(ctx: MessagingContext, channel: ChannelRow, input: StatusInput[]): Promise<void> {
   await ctx.db.transaction(async (tx) => {
-    const rows = await messagesRepository.lockForStatuses(tx, channel.id, ourIds, providerIds);
-    if (rows.length === 0) return;
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const byProviderId = new Map(rows.filter((r) => r.provider_message_id).map((r) => [r.provider_message_id!, r]));
-    const touched = new Map<string, MessageRow>();
-    const events: OutboxMessage[] = [];
-
-    for (const s of statuses) {
-      const row = (s.biz_opaque_callback_data ? byId.get(s.biz_opaque_callback_data) : undefined) ?? byProviderId.get(s.id);
-      if (!row) continue;
-      const target = s.status as MessageStatus;
-      if (FINAL.has(row.status) || (target !== "failed" && !(target in RANK))) continue;
-      if (target !== "failed" && RANK[target] <= RANK[row.status]) continue;
-
-      const before = row.status;
-      if (!row.provider_message_id) row.provider_message_id = s.id;
-      if (before === "pending" && target !== "sent") {
-        row.status = "sent";
-        events.push(messageStatusEvent({ ...row }, "sent"));
-      }
-      row.status = target;
-      if (target === "failed") {
-        const e = s.errors?.[0];
-        row.error_code = e ? String(e.code) : "unknown";
-        row.error_title = e?.title ?? e?.message ?? "Message failed";
-      }
-      events.push(messageStatusEvent({ ...row }, target as OutboundEventStatus));
-      touched.set(row.id, row);
+    const changed = await messagesRepository.applyStatusBatch(tx, channel.id, input);
+    if (changed.length === 0) return;
+    // Each status names its message by our id when that is a changed row, else by the provider's id (as the SQL does); in input order.
+    const changedIds = new Set(changed.map((c) => c.id));
+    const idOfProviderId = new Map(changed.filter((c) => c.provider_message_id).map((c) => [c.provider_message_id!, c.id]));
+    const targetsOf = new Map<string, string[]>();
+    for (const s of input) {
+      const id = s.ourId && changedIds.has(s.ourId) ? s.ourId : idOfProviderId.get(s.providerMessageId);
+      if (!id) continue;
+      let list = targetsOf.get(id);
+      if (!list) targetsOf.set(id, (list = []));
+      list.push(s.status);
     }
-
-    await messagesRepository.applyStatuses(
-      tx,
-      [...touched.values()].map((r) => ({
-        id: r.id,
-        status: r.status,
-        providerMessageId: r.provider_message_id,
-        errorCode: r.status === "failed" ? r.error_code : null,
-        errorTitle: r.status === "failed" ? r.error_title : null,
-      })),
-    );
+    const events: OutboxMessage[] = [];
+    for (const { old_status: before, ...row } of changed) {
+      for (const step of transitions(before, targetsOf.get(row.id) ?? [], row.status)) events.push(messageStatusEvent(row, step));
+    }
     await enqueue(tx, "messaging", events);
   });
+}
+
+/**
+ * The events of one message's change from `before` to `after` under the
+ * batch's statuses (in batch order): the same rules as the SQL, replayed to
+ * name each step; `message.sent` first when a pending message jumps ahead.
+ */
+export function transitions(before: MessageStatus, targets: string[], after: MessageStatus): OutboundEventStatus[] {
+  const steps: OutboundEventStatus[] = [];
+  let current = before;
+  for (const target of targets) {
+    if (FINAL.has(current)) break;
+    if (target !== "failed" && !(target in RANK)) continue;
+    if (target !== "failed" && RANK[target] <= RANK[current]) continue;
+    if (current === "pending" && target !== "sent") steps.push("sent");
+    steps.push(target as OutboundEventStatus);
+    current = target as MessageStatus;
+  }
+  // The database decided; the replay only names the steps. They agree by construction; if ever not, the database's state wins.
+  if (current !== after) return before === "pending" && after !== "sent" ? ["sent", after as OutboundEventStatus] : [after as OutboundEventStatus];
+  return steps;
 }

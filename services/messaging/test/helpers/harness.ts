@@ -80,13 +80,15 @@ export class ContactsStandIn implements ContactsBackend {
       if (this.down) throw new RpcCallError("SERVICE_UNAVAILABLE", "contacts down", true);
       this.resolveCalls++;
       let created = 0;
-      const contactIds = req.phones.map((phone) => {
+      const contactIds = req.phones.map((phone, k) => {
         const key = `${req.organizationId}|${phone}`;
         let contact = this.contacts.get(key);
         if (!contact) {
           this.contacts.set(key, (contact = { id: newId("contact") }));
           created++;
         }
+        if (req.names?.[k]) contact.name = req.names[k]!;
+        if (req.waIds?.[k]) contact.waId = req.waIds[k]!;
         return contact.id;
       });
       return { contactIds, created };

@@ -92,23 +92,61 @@ export class ContactsRepository {
    * the new ones, then one read of the ones a concurrent writer created after
    * this statement's snapshot. Answers ids in the order of `phones`.
    */
-  async resolveMany(organizationId: string, phones: string[]): Promise<{ contactIds: string[]; created: number }> {
+  async resolveMany(
+    organizationId: string,
+    phones: string[],
+    known: { names?: Array<string | null>; waIds?: Array<string | null> } = {},
+  ): Promise<{ contactIds: string[]; created: number }> {
     // Sorted: concurrent bulk inserts take the unique-index locks in one order, so they never deadlock.
     const unique = [...new Set(phones)].sort();
     const ids = unique.map(() => newId("contact"));
-    const rows: Array<{ phone: string; id: string | null; created: boolean }> = await this.db.query(
-      `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[]) AS t(phone, id)),
-       inserted AS (
-         INSERT INTO contacts.contacts (id, organization_id, phone)
-         SELECT id, $1, phone FROM input ORDER BY phone
-         ON CONFLICT (organization_id, phone) DO NOTHING
-         RETURNING id, phone)
-       SELECT i.phone, COALESCE(n.id, c.id) AS id, (n.id IS NOT NULL) AS created
-       FROM input i
-       LEFT JOIN inserted n ON n.phone = i.phone
-       LEFT JOIN contacts.contacts c ON c.organization_id = $1 AND c.phone = i.phone`,
-      [organizationId, unique, ids],
-    );
+    let rows: Array<{ phone: string; id: string | null; created: boolean }>;
+    if (known.names || known.waIds) {
+      // Inbound batches: name and waId kept as `resolve` keeps them (the last non-blank one given per number).
+      const nameOf = new Map<string, string>();
+      const waIdOf = new Map<string, string>();
+      phones.forEach((p, k) => {
+        const name = known.names?.[k];
+        const waId = known.waIds?.[k];
+        if (name?.trim()) nameOf.set(p, name);
+        if (waId?.trim()) waIdOf.set(p, waId);
+      });
+      // Known numbers with nothing new are neither written nor locked: one read answers them (the common case).
+      rows = await this.db.query(
+        `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS t(phone, id, name, wa_id)),
+         upserted AS (
+           INSERT INTO contacts.contacts AS c (id, organization_id, phone, name, wa_id)
+           SELECT i.id, $1, i.phone, i.name, i.wa_id FROM input i
+           WHERE NOT EXISTS (
+             SELECT 1 FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = i.phone
+               AND (i.name IS NULL OR i.name = e.name) AND (i.wa_id IS NULL OR i.wa_id = e.wa_id))
+           ORDER BY i.phone
+           ON CONFLICT (organization_id, phone) DO UPDATE
+             SET name = COALESCE(EXCLUDED.name, c.name),
+                 wa_id = COALESCE(EXCLUDED.wa_id, c.wa_id),
+                 updated_at = date_trunc('milliseconds', now())
+           RETURNING id, phone, (xmax = 0) AS created)
+         SELECT i.phone, COALESCE(n.id, c.id) AS id, coalesce(n.created, false) AS created
+         FROM input i
+         LEFT JOIN upserted n ON n.phone = i.phone
+         LEFT JOIN contacts.contacts c ON c.organization_id = $1 AND c.phone = i.phone`,
+        [organizationId, unique, ids, unique.map((p) => nameOf.get(p) ?? null), unique.map((p) => waIdOf.get(p) ?? null)],
+      );
+    } else {
+      rows = await this.db.query(
+        `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[]) AS t(phone, id)),
+         inserted AS (
+           INSERT INTO contacts.contacts (id, organization_id, phone)
+           SELECT id, $1, phone FROM input ORDER BY phone
+           ON CONFLICT (organization_id, phone) DO NOTHING
+           RETURNING id, phone)
+         SELECT i.phone, COALESCE(n.id, c.id) AS id, (n.id IS NOT NULL) AS created
+         FROM input i
+         LEFT JOIN inserted n ON n.phone = i.phone
+         LEFT JOIN contacts.contacts c ON c.organization_id = $1 AND c.phone = i.phone`,
+        [organizationId, unique, ids],
+      );
+    }
     const byPhone = new Map<string, string>();
     let created = 0;
     const late: string[] = [];

@@ -52,6 +52,32 @@ export const conversationsRepository = {
     return { conversation: conversation as ConversationRow, opened: Boolean(opened) };
   },
 
+  /**
+   * `openOrTouch` for many contacts of one channel in one statement (each
+   * contact once), in contact order so that concurrent batches lock the same
+   * rows in the same order. Answers one row per contact.
+   */
+  async openOrTouchMany(
+    q: Queryable,
+    input: { organizationId: string; channelId: string; contacts: Array<{ contactId: string; phone: string }> },
+  ): Promise<Map<string, { conversation: ConversationRow; opened: boolean }>> {
+    const contacts = [...new Map(input.contacts.map((c) => [c.contactId, c])).values()].sort((a, b) => (a.contactId < b.contactId ? -1 : a.contactId > b.contactId ? 1 : 0));
+    const out = new Map<string, { conversation: ConversationRow; opened: boolean }>();
+    if (contacts.length === 0) return out;
+    const rows = await run(
+      q,
+      `INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
+       SELECT c.id, $1, $2, c.contact_id, c.phone, 'open', clock_timestamp(), clock_timestamp(), date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
+       FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS c(id, contact_id, phone, ord) ORDER BY c.ord
+       ON CONFLICT (channel_id, contact_id) WHERE status = 'open'
+       DO UPDATE SET last_message_at = greatest(conversations.last_message_at, EXCLUDED.last_message_at), updated_at = EXCLUDED.updated_at
+       RETURNING *, (xmax = 0) AS opened`,
+      [input.organizationId, input.channelId, contacts.map(() => newId("conversation")), contacts.map((c) => c.contactId), contacts.map((c) => c.phone)],
+    );
+    for (const { opened, ...conversation } of rows) out.set(conversation.contact_id, { conversation: conversation as ConversationRow, opened: Boolean(opened) });
+    return out;
+  },
+
   /** One page in (createdAt, id) order, after the cursor's position. */
   /** `created_at` is stored at millisecond precision, so the cursor's ISO time is exact. */
   async page(q: Queryable, organizationId: string, limit: number, after?: { createdAt: string; id: string }): Promise<ConversationRow[]> {

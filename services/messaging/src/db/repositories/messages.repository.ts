@@ -346,6 +346,74 @@ export const messagesRepository = {
     return rows[0];
   },
 
+  /**
+   * Inbound messages of one provider batch in one statement: the messages
+   * (a provider id already stored is skipped), each (channel, phone)'s service
+   * window moved forward to its latest message, and the events of the
+   * messages actually stored (`eventOf` names the message an event belongs
+   * to), all in input order. Returns the stored rows.
+   */
+  async insertInboundBatch(q: Queryable, rows: InboundInsert[], events: Array<OutboxMessage & { messageId: string }>): Promise<MessageRow[]> {
+    if (rows.length === 0) return [];
+    return run(
+      q,
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                              $11::text[], $12::timestamptz[]) WITH ORDINALITY
+           AS i(id, organization_id, channel_id, conversation_id, contact_id, phone, type, text, button_text, button_payload, provider_message_id,
+                provider_timestamp, ord)
+       ), msg AS (
+         INSERT INTO ${SCHEMA}.messages (id, organization_id, channel_id, conversation_id, contact_id, phone, direction, type, text, button_text,
+           button_payload, status, provider_message_id, provider_timestamp)
+         SELECT id, organization_id, channel_id, conversation_id, contact_id, phone, 'inbound', type, text, button_text, button_payload, 'received',
+           provider_message_id, provider_timestamp
+         FROM input ORDER BY ord
+         ON CONFLICT (provider_message_id) WHERE direction = 'inbound' DO NOTHING
+         RETURNING *
+       ), win AS (
+         INSERT INTO ${SCHEMA}.service_windows (channel_id, phone, last_inbound_at)
+         SELECT channel_id, phone, max(provider_timestamp) FROM msg GROUP BY channel_id, phone ORDER BY channel_id, phone
+         ON CONFLICT (channel_id, phone) DO UPDATE SET last_inbound_at = greatest(service_windows.last_inbound_at, EXCLUDED.last_inbound_at)
+         RETURNING 1
+       ), evt AS (
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
+         SELECT e.msg_id, e.subject, e.payload
+         FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) WITH ORDINALITY AS e(message_id, msg_id, subject, payload, ord)
+         WHERE e.message_id IN (SELECT id FROM msg)
+         ORDER BY e.ord
+         RETURNING 1
+       )
+       SELECT msg.*, (SELECT count(*) FROM win) AS windows, (SELECT count(*) FROM evt) AS events FROM msg`,
+      [
+        rows.map((m) => m.id),
+        rows.map((m) => m.organizationId),
+        rows.map((m) => m.channelId),
+        rows.map((m) => m.conversationId),
+        rows.map((m) => m.contactId),
+        rows.map((m) => m.phone),
+        rows.map((m) => m.type),
+        rows.map((m) => m.text),
+        rows.map((m) => m.buttonText),
+        rows.map((m) => m.buttonPayload),
+        rows.map((m) => m.providerMessageId),
+        rows.map((m) => m.providerTimestamp),
+        events.map((e) => e.messageId),
+        events.map((e) => e.msgId),
+        events.map((e) => e.subject),
+        events.map((e) => JSON.stringify(e.payload)),
+      ],
+    );
+  },
+
+  /** Serializes the handling of these provider message ids across transactions (and replicas), in one order, until commit. */
+  async lockInboundIds(q: Queryable, providerMessageIds: string[]): Promise<void> {
+    await run(
+      q,
+      `SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT DISTINCT hashtext('messaging.inbound:' || id) AS k FROM unnest($1::text[]) AS id ORDER BY 1 OFFSET 0) AS s`,
+      [providerMessageIds],
+    );
+  },
+
   async knownInboundIds(q: Queryable, providerMessageIds: string[]): Promise<Set<string>> {
     const rows: Array<{ provider_message_id: string }> = await run(q, 
       `SELECT provider_message_id FROM ${SCHEMA}.messages WHERE direction = 'inbound' AND provider_message_id = ANY($1::text[])`,
@@ -416,6 +484,74 @@ export const messagesRepository = {
        WHERE direction = 'outbound' AND channel_id = $1 AND (id = ANY($2::text[]) OR provider_message_id = ANY($3::text[]))
        ORDER BY id FOR UPDATE`,
       [channelId, ids, providerMessageIds],
+    );
+  },
+
+  /**
+   * A provider batch's statuses for one channel, applied in ONE statement with
+   * the forward-only rules in SQL. Each status names its message by our id
+   * (callback data) or, when that names none, by the provider's id. Per
+   * message, in batch order: nothing moves a final message (`read`, `failed`);
+   * the first `read` or `failed` of the batch ends it; otherwise it moves to
+   * the highest of `sent` < `delivered` it was given, if above where it is.
+   * Rows are locked in id order (concurrent batches never deadlock) and read
+   * after the lock, so concurrent batches apply one after the other. Returns
+   * the changed rows with their status before the change.
+   */
+  async applyStatusBatch(
+    q: Queryable,
+    channelId: string,
+    statuses: Array<{ ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null }>,
+  ): Promise<Array<MessageRow & { old_status: MessageStatus }>> {
+    if (statuses.length === 0) return [];
+    return run(
+      q,
+      `WITH input AS (
+         SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
+           AS s(our_id, pmid, status, error_code, error_title, ord)
+         WHERE s.status IN ('sent', 'delivered', 'read', 'failed')
+       ), locked AS (
+         SELECT m.id, m.status, m.provider_message_id FROM ${SCHEMA}.messages m
+         WHERE m.direction = 'outbound' AND m.channel_id = $1
+           -- The parameters themselves (not the CTE): the planner then reads both indexes (BitmapOr), never the whole table.
+           AND (m.id = ANY($2::text[]) OR m.provider_message_id = ANY($3::text[]))
+         ORDER BY m.id FOR UPDATE
+       ), matched AS (
+         SELECT l.id, l.status AS old_status, s.*
+         FROM input s JOIN locked l ON l.id = coalesce(
+           (SELECT b.id FROM locked b WHERE b.id = s.our_id),
+           (SELECT b.id FROM locked b WHERE b.provider_message_id = s.pmid ORDER BY b.id LIMIT 1))
+       ), per_msg AS (
+         SELECT id, min(old_status) AS old_status,
+           min(ord) FILTER (WHERE status IN ('read', 'failed')) AS stop_ord,
+           max(CASE status WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 END) AS max_rank,
+           (array_agg(pmid ORDER BY ord))[1] AS pmid
+         FROM matched GROUP BY id
+       ), decided AS (
+         SELECT p.id, p.old_status, p.pmid, f.error_code, f.error_title,
+           CASE
+             WHEN p.old_status IN ('read', 'failed') THEN p.old_status
+             WHEN p.stop_ord IS NOT NULL THEN f.status
+             WHEN p.max_rank > CASE p.old_status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 ELSE 3 END
+               THEN (ARRAY['sent', 'delivered'])[p.max_rank]
+             ELSE p.old_status
+           END AS new_status
+         FROM per_msg p LEFT JOIN matched f ON f.id = p.id AND f.ord = p.stop_ord
+       )
+       UPDATE ${SCHEMA}.messages m SET status = d.new_status, provider_message_id = coalesce(m.provider_message_id, d.pmid),
+         error_code = CASE WHEN d.new_status = 'failed' THEN d.error_code ELSE m.error_code END,
+         error_title = CASE WHEN d.new_status = 'failed' THEN d.error_title ELSE m.error_title END,
+         lease_until = NULL, next_attempt_at = NULL, updated_at = clock_timestamp()
+       FROM decided d WHERE m.id = d.id AND d.new_status <> d.old_status
+       RETURNING m.*, d.old_status`,
+      [
+        channelId,
+        statuses.map((s) => s.ourId),
+        statuses.map((s) => s.providerMessageId),
+        statuses.map((s) => s.status),
+        statuses.map((s) => s.errorCode),
+        statuses.map((s) => s.errorTitle),
+      ],
     );
   },
 

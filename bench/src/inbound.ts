@@ -1,0 +1,421 @@
+/**
+ * `npm run bench -- inbound`: the inbound path at the network's rates, through
+ * the public paths only. Signed `POST /provider/webhooks` batches go into the
+ * gateway; the integrator's webhook receiver (in this process) measures push →
+ * delivery. Every service is its own process, as under `npm start`:
+ * gateway → JetStream → messaging → contacts → outbox → JetStream →
+ * webhook-dispatcher → receiver.
+ *
+ * Phases (issue 12):
+ * 1. inbound text messages from 1,000 distinct contacts, in batches of 1 to 10
+ *    as the network sends them, at 500 and 1,000 per second
+ *    (BENCH_INBOUND_RATES) for BENCH_INBOUND_SECONDS (20) each;
+ * 2. status callbacks (`sent`, `delivered`, `read`, in batches of 1 to 10) for
+ *    messages sent through the API before the measurement, at 1,500 and 3,000
+ *    per second (BENCH_STATUS_RATES) for BENCH_STATUS_SECONDS (20) each.
+ * Targets: delivered-to-webhook rate equal to the pushed rate, p99 push →
+ * delivery under 250 ms, provider webhook answer p99 under 50 ms, total CPU
+ * of all processes under 0.5 ms per inbound message and 0.25 ms per status
+ * callback. The CPU is counted from the first push until the last delivery
+ * (or the drain deadline), per process; Postgres counts only the backends of
+ * this run's database (the server's background processes and NATS are
+ * shared with whatever else runs on the machine and are listed apart).
+ */
+import { createHmac } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { Client } from "pg";
+import { startSimulator } from "@platform/provider-simulator";
+import { freePort } from "@platform/stack";
+import { createTestEnvironment } from "@platform/testing";
+import { cpuSeconds, startChild, stopChild } from "./lib";
+
+const CONTACTS = 1_000;
+/** Any 2xx answer of POST /api/v1/messages is an accepted send. */
+const SEND_STATUS = 0;
+const APP_SECRET = "bench-app-secret";
+const num = (name: string, dflt: number) => Number(process.env[name] ?? dflt);
+const list = (name: string, dflt: string) => (process.env[name] ?? dflt).split(",").map(Number).filter((n) => n > 0);
+const INBOUND_RATES = list("BENCH_INBOUND_RATES", "500,1000");
+const INBOUND_SECONDS = num("BENCH_INBOUND_SECONDS", 20);
+const STATUS_RATES = list("BENCH_STATUS_RATES", "1500,3000");
+const STATUS_SECONDS = num("BENCH_STATUS_SECONDS", 20);
+/** How long after the last push deliveries may still arrive before the phase is declared lagging. */
+const DRAIN_S = num("BENCH_DRAIN_SECONDS", 30);
+const progress = (msg: string) => process.stderr.write(`[inbound bench] ${msg}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const now = () => performance.timeOrigin + performance.now();
+
+function percentile(sorted: number[], q: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN;
+}
+
+/** A small deterministic PRNG (mulberry32), so every run pushes the same batches. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The integrator's receiver: first arrival per `event|providerMessageId`, duplicates counted. */
+function startReceiver(): Promise<{ server: http.Server; url: string; arrivals: Map<string, number>; duplicates: () => number }> {
+  const arrivals = new Map<string, number>();
+  let duplicates = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = now();
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { event: string; data: { providerMessageId?: string } };
+        const key = `${body.event}|${body.data.providerMessageId ?? ""}`;
+        if (arrivals.has(key)) duplicates++;
+        else arrivals.set(key, at);
+      } catch {
+        /* not ours */
+      }
+      res.writeHead(200).end();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, arrivals, duplicates: () => duplicates }),
+    ),
+  );
+}
+
+type Item = { key: string; entry: Record<string, unknown>; kind: "messages" | "statuses"; contact?: string };
+
+/**
+ * Pushes `items` at `rate` per second in signed batches of 1 to 10 (one
+ * phone number id, one change), as the network does; returns when the last
+ * answer came. Push time per delivery key, answer latencies.
+ */
+async function push(
+  gatewayUrl: string,
+  phoneNumberId: string,
+  items: Item[],
+  rate: number,
+  rand: () => number,
+  pushedAt: Map<string, number>,
+): Promise<{ answers: number[]; non200: number; firstPush: number; lastPush: number }> {
+  const answers: number[] = [];
+  let non200 = 0;
+  const inflight = new Set<Promise<void>>();
+  const t0 = now();
+  let i = 0;
+  let lastPush = t0;
+  while (i < items.length) {
+    const due = Math.min(items.length, Math.floor(((now() - t0) / 1000) * rate));
+    while (i < due) {
+      const size = Math.min(items.length - i, 1 + Math.floor(rand() * 10));
+      const batch = items.slice(i, i + size);
+      i += size;
+      const value: Record<string, unknown> = { messaging_product: "whatsapp", metadata: { display_phone_number: "14155550100", phone_number_id: phoneNumberId } };
+      const msgs = batch.filter((b) => b.kind === "messages");
+      const sts = batch.filter((b) => b.kind === "statuses");
+      if (msgs.length) {
+        value.messages = msgs.map((b) => b.entry);
+        value.contacts = msgs.map((b) => ({ wa_id: b.contact, profile: { name: `Contact ${b.contact}` } }));
+      }
+      if (sts.length) value.statuses = sts.map((b) => b.entry);
+      const body = JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "waba-bench", changes: [{ field: "messages", value }] }] });
+      const signature = `sha256=${createHmac("sha256", APP_SECRET).update(body).digest("hex")}`;
+      const sent = now();
+      lastPush = sent;
+      for (const b of batch) pushedAt.set(b.key, sent);
+      const p: Promise<void> = fetch(`${gatewayUrl}/provider/webhooks`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-hub-signature-256": signature },
+        body,
+      })
+        .then(async (res) => {
+          await res.arrayBuffer();
+          answers.push(now() - sent);
+          if (res.status !== 200) non200++;
+        })
+        .catch(() => {
+          non200++;
+        })
+        .finally(() => inflight.delete(p));
+      inflight.add(p);
+    }
+    await sleep(2);
+  }
+  await Promise.all(inflight);
+  return { answers, non200, firstPush: t0, lastPush };
+}
+
+type CpuReading = Record<string, Record<string, number>>;
+
+export async function run(): Promise<string> {
+  const env = await createTestEnvironment("benchinb");
+  const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 1_000 });
+  const receiver = await startReceiver();
+  const baseEnv = {
+    ...process.env,
+    DATABASE_URL: env.databaseUrl,
+    NATS_URL: env.natsUrl,
+    BUS_NAMESPACE: env.namespace,
+    INTERNAL_TOKEN: env.internalToken,
+    PORT: "0",
+    LOG_LEVEL: "warn",
+  };
+  const root = path.resolve(__dirname, "../..");
+  const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], { ...baseEnv, LOG_LEVEL: "info" }, /listening/);
+  const messaging = await startChild(
+    path.join(root, "services/messaging/dist/index.js"),
+    [],
+    { ...baseEnv, LOG_LEVEL: "info", PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "bench-token" },
+    /listening/,
+  );
+  const dispatcher = await startChild(
+    path.join(root, "services/webhook-dispatcher/dist/index.js"),
+    [],
+    { ...baseEnv, LOG_LEVEL: "info", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" },
+    /listening/,
+  );
+  const gatewayPort = await freePort();
+  const adminToken = "bench-admin-token-0123456789";
+  const gateway = await startChild(
+    path.join(root, "services/gateway/dist/index.js"),
+    [],
+    {
+      ...baseEnv,
+      LOG_LEVEL: "info",
+      PORT: String(gatewayPort),
+      ADMIN_TOKEN: adminToken,
+      PROVIDER_APP_SECRET: APP_SECRET,
+      MESSAGING_URL: `http://127.0.0.1:${messaging.port}`,
+      CONTACTS_URL: `http://127.0.0.1:${contacts.port}`,
+      WEBHOOK_DISPATCHER_URL: `http://127.0.0.1:${dispatcher.port}`,
+    },
+    /gateway listening/,
+  );
+  const db = new Client({ connectionString: env.databaseUrl });
+  await db.connect();
+  const dbName = new URL(env.databaseUrl).pathname.slice(1);
+  const services = { gateway: gateway.child.pid, messaging: messaging.child.pid, contacts: contacts.child.pid, dispatcher: dispatcher.child.pid };
+
+  /** Per-process CPU seconds: the services, this run's Postgres backends, the shared Postgres background and NATS, this process. */
+  const readCpu = async (): Promise<CpuReading> => {
+    const { rows } = await db.query<{ pid: number; datname: string | null; backend_type: string }>(
+      `SELECT pid, datname, backend_type FROM pg_stat_activity`,
+    );
+    const pids: Record<string, number | undefined> = { ...services, "load+receiver": process.pid };
+    for (const r of rows) {
+      if (r.datname === dbName) pids[`pg:${r.pid}`] = r.pid;
+      else if (r.backend_type !== "client backend") pids[`pgbg:${r.pid}`] = r.pid;
+    }
+    return cpuSeconds(pids, ["nats-server"]);
+  };
+  const cpuUsed = (before: CpuReading, after: CpuReading): Record<string, number> => {
+    const groups: Record<string, number> = {};
+    for (const [name, byPid] of Object.entries(after)) {
+      const group = name.startsWith("pg:") ? "postgres (this db)" : name.startsWith("pgbg:") ? "postgres background (shared)" : name === "nats-server" ? "nats (shared)" : name;
+      for (const [pid, cpu] of Object.entries(byPid)) groups[group] = (groups[group] ?? 0) + Math.max(0, cpu - (before[name]?.[pid] ?? 0));
+    }
+    return groups;
+  };
+  const cpuLine = (used: Record<string, number>, count: number, unit: string): { line: string; total: number } => {
+    const ours = ["gateway", "messaging", "contacts", "dispatcher", "postgres (this db)"];
+    const total = ours.reduce((s, k) => s + (used[k] ?? 0), 0);
+    const withShared = total + (used["nats (shared)"] ?? 0);
+    const parts = Object.entries(used).map(([k, v]) => `${k} ${((v / count) * 1000).toFixed(3)}`);
+    return {
+      total: (withShared / count) * 1000,
+      line: `CPU ms per ${unit}: ${parts.join(", ")}; services + this db's Postgres ${((total / count) * 1000).toFixed(3)}, with NATS ${((withShared / count) * 1000).toFixed(3)}.`,
+    };
+  };
+
+  try {
+    const url = `http://127.0.0.1:${gatewayPort}`;
+    const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const post = async <T>(p: string, body: unknown, headers: Record<string, string> = admin, expect = 201): Promise<T> => {
+      const res = await fetch(url + p, { method: "POST", headers, body: JSON.stringify(body) });
+      if (expect ? res.status !== expect : !res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as T;
+    };
+    const org = (await post<{ id: string }>(`/admin/v1/organizations`, { name: "bench", rateLimit: { perSecond: 1_000_000, burst: 1_000_000 } })).id;
+    const key = (await post<{ key: string }>(`/admin/v1/organizations/${org}/api-keys`, { name: "bench" })).key;
+    const phoneNumberId = `bench-pn-${env.namespace}`;
+    const channel = await post<{ id: string }>(`/admin/v1/organizations/${org}/channels`, {
+      name: "bench",
+      phoneNumber: "+14155550100",
+      providerPhoneNumberId: phoneNumberId,
+      messagesPerSecond: 1000,
+    });
+    await post(`/admin/v1/organizations/${org}/webhooks`, { url: receiver.url, events: ["message.received", "message.delivered", "message.read"] });
+    const contactsWa = Array.from({ length: CONTACTS }, (_, i) => `1628${String(3_000_000 + i).padStart(7, "0")}`);
+    const rand = prng(12);
+    const rows: string[] = [];
+    const cpuLines: string[] = [];
+    const loads: string[] = [];
+    let seq = 0;
+
+    const measure = async (label: string, rate: number, seconds: number, items: Item[], expectKeys: string[], unit: string, count: number) => {
+      const pushedAt = new Map<string, number>();
+      loads.push(`${label}: ${os.loadavg()[0].toFixed(1)}`);
+      const cpuBefore = await readCpu();
+      const pushed = await push(url, phoneNumberId, items, rate, rand, pushedAt);
+      const deadline = now() + DRAIN_S * 1000;
+      while (now() < deadline && expectKeys.some((k) => !receiver.arrivals.has(k))) await sleep(50);
+      const end = now();
+      const cpuAfter = await readCpu();
+      const latencies: number[] = [];
+      let lastArrival = 0;
+      let missing = 0;
+      const missingByType = new Map<string, number>();
+      for (const k of expectKeys) {
+        const at = receiver.arrivals.get(k);
+        if (at === undefined) {
+          missing++;
+          const type = k.slice(0, k.indexOf("|"));
+          missingByType.set(type, (missingByType.get(type) ?? 0) + 1);
+          continue;
+        }
+        latencies.push(at - pushedAt.get(k)!);
+        lastArrival = Math.max(lastArrival, at);
+      }
+      latencies.sort((a, b) => a - b);
+      const answers = pushed.answers.sort((a, b) => a - b);
+      const pushSeconds = (pushed.lastPush - pushed.firstPush) / 1000;
+      const outSeconds = ((lastArrival || end) - pushed.firstPush) / 1000;
+      const cpu = cpuLine(cpuUsed(cpuBefore, cpuAfter), count, unit);
+      rows.push(
+        `| ${label} | ${rate} | ${Math.round(count / pushSeconds)} | ${Math.round(latencies.length / outSeconds)} | ${latencies.length} / ${expectKeys.length} (${missing} missing) | ` +
+          `${Math.round(percentile(latencies, 0.5))} | ${Math.round(percentile(latencies, 0.99))} | ${Math.round(((lastArrival || end) - pushed.lastPush))} | ` +
+          `${percentile(answers, 0.5).toFixed(1)} / ${percentile(answers, 0.99).toFixed(1)} | ${pushed.non200} | ${cpu.total.toFixed(2)} |`,
+      );
+      cpuLines.push(`- ${label} at ${rate}/s: ${cpu.line}`);
+      if (missing > 0) {
+        // A `delivered` overtaken by its `read` (batches are consumed concurrently) is rightly never emitted: count those apart.
+        const overtaken =
+          unit === "status callback"
+            ? (
+                await db.query(
+                  `SELECT count(*)::int AS n FROM messaging.messages WHERE direction = 'outbound' AND status = 'read' AND provider_message_id = ANY($1)`,
+                  [expectKeys.filter((k) => k.startsWith("message.delivered|") && !receiver.arrivals.has(k)).map((k) => k.slice(k.indexOf("|") + 1))],
+                )
+              ).rows[0].n
+            : 0;
+        cpuLines.push(
+          `  - not delivered within the drain: ${[...missingByType].map(([t, n]) => `${t} ${n}`).join(", ")}` +
+            (unit === "status callback" ? ` (of the delivered ones, ${overtaken} are read: their read overtook them, so no delivered event is due)` : ""),
+        );
+      }
+      progress(`${label} ${rate}/s: ${latencies.length}/${expectKeys.length} delivered, p99 ${Math.round(percentile(latencies, 0.99))} ms, answer p99 ${percentile(answers, 0.99).toFixed(1)} ms`);
+    };
+
+    // Warm-up: every contact writes once (creates the contacts and opens their service windows), not measured.
+    const inbound = (n: number, tag: string): { items: Item[]; keys: string[] } => {
+      const items: Item[] = [];
+      for (let j = 0; j < n; j++) {
+        const wa = contactsWa[Math.floor(rand() * CONTACTS)];
+        const id = `wamid.in.${tag}.${env.namespace}.${seq++}`;
+        items.push({
+          key: `message.received|${id}`,
+          kind: "messages",
+          contact: wa,
+          entry: { from: wa, id, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: `hello ${j}` } },
+        });
+      }
+      return { items, keys: items.map((x) => x.key) };
+    };
+    {
+      const items: Item[] = contactsWa.map((wa, j) => {
+        const id = `wamid.in.warm.${env.namespace}.${j}`;
+        return { key: `message.received|${id}`, kind: "messages", contact: wa, entry: { from: wa, id, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "hi" } } };
+      });
+      progress("warm-up: 1,000 contacts write once");
+      await push(url, phoneNumberId, items, 300, rand, new Map());
+      const start = now();
+      while (items.some((x) => !receiver.arrivals.has(x.key))) {
+        if (now() - start > 120_000) throw new Error("warm-up inbound messages not delivered");
+        await sleep(200);
+      }
+    }
+
+    for (const rate of INBOUND_RATES) {
+      const { items, keys } = inbound(rate * INBOUND_SECONDS, `r${rate}`);
+      await measure("inbound messages", rate, INBOUND_SECONDS, items, keys, "inbound message", items.length);
+      await sleep(2_000);
+    }
+
+    // Status callbacks: first send the messages (through the API), then push sent/delivered/read for them.
+    const used = new Set<string>();
+    const apiHeaders = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    for (const rate of STATUS_RATES) {
+      const messages = Math.ceil((rate * STATUS_SECONDS) / 3);
+      progress(`sending ${messages} messages for the ${rate}/s status phase`);
+      let next = 0;
+      const sendOne = async (): Promise<void> => {
+        while (next < messages) {
+          const j = next++;
+          await post(`/api/v1/messages`, { to: `+${contactsWa[j % CONTACTS]}`, text: `out ${j}`, messagingChannelId: channel.id }, apiHeaders, SEND_STATUS);
+        }
+      };
+      await Promise.all(Array.from({ length: 32 }, sendOne));
+      const sendStart = now();
+      let sent: Array<{ provider_message_id: string; phone: string }> = [];
+      for (;;) {
+        ({ rows: sent } = await db.query(
+          `SELECT provider_message_id, phone FROM messaging.messages
+            WHERE direction = 'outbound' AND status = 'sent' AND provider_message_id IS NOT NULL AND NOT (provider_message_id = ANY($1)) ORDER BY created_at`,
+          [[...used]],
+        ));
+        if (sent.length >= messages || now() - sendStart > 60_000) break;
+        await sleep(200);
+      }
+      // Blocks of 200 messages: their `sent`, then their `delivered`, then their `read` callbacks.
+      const items: Item[] = [];
+      const keys: string[] = [];
+      const ts = String(Math.floor(Date.now() / 1000));
+      for (let b = 0; b < sent.length; b += 200) {
+        const block = sent.slice(b, b + 200);
+        for (const status of ["sent", "delivered", "read"] as const) {
+          for (const m of block) {
+            items.push({ key: `message.${status}|${m.provider_message_id}`, kind: "statuses", entry: { id: m.provider_message_id, status, timestamp: ts, recipient_id: m.phone.slice(1) } });
+            if (status !== "sent") keys.push(`message.${status}|${m.provider_message_id}`);
+          }
+        }
+      }
+      await measure("status callbacks", rate, STATUS_SECONDS, items, keys, "status callback", items.length);
+      for (const m of sent) used.add(m.provider_message_id);
+      await sleep(2_000);
+    }
+
+    return [
+      `Signed \`POST /provider/webhooks\` batches of 1 to 10 (deterministic PRNG) into the gateway, one channel, ${CONTACTS} contacts; the integrator's`,
+      `receiver in the bench process subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s, status phases ${STATUS_SECONDS} s,`,
+      `drain up to ${DRAIN_S} s. Status phases push sent, delivered and read for messages sent through the API before the phase (blocks of 200);`,
+      `the \`sent\` callbacks find the message already sent (no event), so deliveries expected = 2/3 of the callbacks.`,
+      `1-min load average at each phase's start: ${loads.join("; ")}. ${os.cpus().length} cores.`,
+      "",
+      "| phase | target /s | pushed /s | delivered /s | delivered / expected | p50 ms push→delivery | p99 ms | last delivery after last push ms | answer p50 / p99 ms | non-200 | CPU ms per op (all, with NATS) |",
+      "|---|---|---|---|---|---|---|---|---|---|---|",
+      ...rows,
+      "",
+      `Duplicate deliveries seen by the receiver: ${receiver.duplicates()}.`,
+      "",
+      ...cpuLines,
+    ].join("\n");
+  } finally {
+    await db.end();
+    await stopChild(gateway.child);
+    await stopChild(dispatcher.child);
+    await stopChild(messaging.child);
+    await stopChild(contacts.child);
+    await sim.close();
+    receiver.server.close();
+    await env.cleanup();
+  }
+}
