@@ -136,6 +136,27 @@ describe("POST /api/v1/templates/send: creation, validation, idempotency; GET an
     expect((await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "").send(body)).status).to.equal(400);
   });
 
+  it("a job commits with its Idempotency-Key's answer (no window for a second job); an abandoned claim is taken over after 30 s", async () => {
+    const { org, channel, template } = await setup(h);
+    const body = { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: farFuture() };
+    const first = await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "k-tx").send(body);
+    expect(first.status).to.equal(200);
+    // Same transaction: the job row and the key's answer carry one transaction id, so a process dying after the
+    // job's commit leaves a replayable answer, never a 'processing' claim whose takeover would create a second job.
+    const [job] = await h.svc.deps.db.query(`SELECT xmin::text AS tx FROM template_jobs.jobs WHERE id = $1`, [first.body.id]);
+    const [key] = await h.svc.deps.db.query(`SELECT xmin::text AS tx, state, response_body->>'id' AS id FROM template_jobs.idempotency_keys WHERE organization_id = $1 AND key = 'k-tx'`, [org]);
+    expect(key).to.deep.equal({ tx: job.tx, state: "done", id: first.body.id });
+    // A request that died before its job committed left its claim 'processing': a retry 30 s later creates the job once.
+    await h.svc.deps.db.query(
+      `UPDATE template_jobs.idempotency_keys SET state = 'processing', response_status = NULL, response_body = NULL, key = 'k-dead',
+         created_at = clock_timestamp() - interval '31 seconds' WHERE organization_id = $1 AND key = 'k-tx'`,
+      [org],
+    );
+    const retry = await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "k-dead").send(body);
+    expect(retry.status).to.equal(200);
+    expect(retry.headers["idempotent-replayed"]).to.equal(undefined);
+  });
+
   it("GET returns the job with progress; cancel cancels, and answers a final job unchanged; other organizations get 404", async () => {
     const { org, channel, template } = await setup(h);
     const created = await api(h, org).post("/api/v1/templates/send").send({ templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: farFuture(), throttlePerHour: 10 });

@@ -11,9 +11,9 @@ export function v1TemplatesSend(router: Router, ctx: TemplateJobsContext): void 
     const organizationId = organizationOf(res);
     const rawKey = req.header("idempotency-key");
     const key = rawKey === undefined ? undefined : parseValue(IdempotencyKey, rawKey, "headers.Idempotency-Key");
-    const answer = await withIdempotency(ctx, organizationId, key, req.body ?? null, async () => ({
+    const answer = await withIdempotency(ctx, organizationId, key, req.body ?? null, async (completeWith) => ({
       status: 200,
-      body: await createJob(ctx, organizationId, parseBody(TemplateSendJobRequest, req)),
+      body: await createJob(ctx, organizationId, parseBody(TemplateSendJobRequest, req), completeWith && ((q, job) => completeWith(q, { status: 200, body: job }))),
     }));
     if (answer.replayed) res.setHeader("Idempotent-Replayed", "true");
     res.status(answer.status).json(answer.body);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "@platform/http";
 import type { TemplateJobsContext } from "../context";
+import type { Queryable } from "../db/repositories/queryable";
 import { idempotencyKeysRepository } from "../db/repositories/idempotency-keys.repository";
 
 export interface Answer {
@@ -34,9 +35,9 @@ export async function withIdempotency(
   organizationId: string,
   key: string | undefined,
   body: unknown,
-  work: () => Promise<Answer>,
+  work: (completeWith?: (q: Queryable, answer: Answer) => Promise<void>) => Promise<Answer>,
 ): Promise<Answer> {
-  if (key === undefined) return runToAnswer(work);
+  if (key === undefined) return runToAnswer(() => work());
   const hash = requestHash(body);
   const existing = await idempotencyKeysRepository.claim(ctx.db, organizationId, key, hash);
   if (existing) {
@@ -49,14 +50,21 @@ export async function withIdempotency(
     return { status: existing.response_status, body: existing.response_body, replayed: true };
   }
   let answer: Answer;
+  let completed = false;
+  // The work may complete the key in its own transaction (the job and its answer commit together): a process that
+  // dies right after that commit leaves a replayable answer, never a claim whose takeover would create a second job.
+  const completeWith = async (q: Queryable, a: Answer) => {
+    await idempotencyKeysRepository.complete(q, organizationId, key, a.status, a.body);
+    completed = true;
+  };
   try {
-    answer = await runToAnswer(work);
+    answer = await runToAnswer(() => work(completeWith));
   } catch (err) {
     await idempotencyKeysRepository.release(ctx.db, organizationId, key).catch(() => undefined);
     throw err;
   }
   if (answer.status >= 500) await idempotencyKeysRepository.release(ctx.db, organizationId, key);
-  else await idempotencyKeysRepository.complete(ctx.db, organizationId, key, answer.status, answer.body);
+  else if (!completed) await idempotencyKeysRepository.complete(ctx.db, organizationId, key, answer.status, answer.body);
   return answer;
 }
 

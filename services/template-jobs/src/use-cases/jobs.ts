@@ -5,6 +5,7 @@ import { ApiError, type ErrorDetail } from "@platform/http";
 import { newId } from "@platform/id";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
+import type { Queryable } from "../db/repositories/queryable";
 import { templatesRepository, type TemplateRow } from "../db/repositories/templates.repository";
 
 export function toJob(row: JobRow): TemplateJob {
@@ -60,7 +61,13 @@ async function requireChannel(ctx: TemplateJobsContext, organizationId: string, 
  * whatever the number of recipients. The body was parsed (and every phone
  * normalized) once, by the route.
  */
-export async function createJob(ctx: TemplateJobsContext, organizationId: string, body: TemplateSendJobRequest): Promise<TemplateJob> {
+export async function createJob(
+  ctx: TemplateJobsContext,
+  organizationId: string,
+  body: TemplateSendJobRequest,
+  /** Runs in the job's own transaction with the answer (the request's Idempotency-Key completes there: no window). */
+  onCreated?: (q: Queryable, job: TemplateJob) => Promise<void>,
+): Promise<TemplateJob> {
   const template = await findTemplate(ctx, organizationId, body);
   const n = body.recipients.length;
   const details: ErrorDetail[] = [];
@@ -100,9 +107,11 @@ export async function createJob(ctx: TemplateJobsContext, organizationId: string
       throttle_per_hour: body.throttlePerHour ?? null,
     });
     await jobsRepository.insertRecipients(m, row.id, { phones, contactIds, bodyParameters, buttonParameters });
-    return row;
+    const created = toJob(row);
+    if (onCreated) await onCreated(m, created);
+    return created;
   });
-  return toJob(job);
+  return job;
 }
 
 export async function getJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {

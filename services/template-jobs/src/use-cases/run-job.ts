@@ -141,7 +141,7 @@ async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void
     );
     if (optedOut.length) {
       const out = new Set(optedOut);
-      await ctx.db.transaction((m) => jobsRepository.skip(m, job.id, chunk.filter((r) => out.has(r.phone)).map((r) => r.seq)));
+      await ctx.db.transaction((m) => jobsRepository.markSkipped(m, job.id, chunk.filter((r) => out.has(r.phone)).map((r) => r.seq)));
     }
   }
   await jobsRepository.markOptOutsChecked(ctx.db, job.id);

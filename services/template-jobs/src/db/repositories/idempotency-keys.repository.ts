@@ -9,9 +9,13 @@ export interface IdempotencyKeyRow {
   response_body: unknown;
 }
 
-/** Keys live 24 hours; a `processing` key abandoned by a crashed request is taken over after this long. */
+/**
+ * Keys live 24 hours. A `processing` key is taken over after ABANDONED_AFTER_MS, longer than any live job creation
+ * (50,000 recipients take seconds): its request died before the job committed (a job commits with its answer, so
+ * nothing was created), and the takeover creates it once.
+ */
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
-export const ABANDONED_AFTER_MS = 5 * 60_000;
+export const ABANDONED_AFTER_MS = 30_000;
 
 export const idempotencyKeysRepository = {
   /**

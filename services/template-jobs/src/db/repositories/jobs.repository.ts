@@ -168,7 +168,7 @@ export const jobsRepository = {
   },
 
   /** Opted-out recipients (the batch check ahead of sending) become `skipped`, counted once. */
-  async skip(q: Queryable, jobId: string, seqs: number[]): Promise<number> {
+  async markSkipped(q: Queryable, jobId: string, seqs: number[]): Promise<number> {
     if (seqs.length === 0) return 0;
     const rows = await run(
       q,
