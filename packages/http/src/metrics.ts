@@ -2,6 +2,23 @@ import type { RequestHandler, Router } from "express";
 import express from "express";
 import client from "prom-client";
 
+/**
+ * The platform's own metrics, by the service that exposes them (beyond
+ * `http_request_duration_seconds` and Node's defaults, which every service
+ * has). The dashboard and alert rules (k8s/observability) may query these;
+ * test-e2e's metrics test scrapes every service and finds each one.
+ */
+export const PLATFORM_METRICS = {
+  /** Every service that consumes the bus (instrumentBus). */
+  bus: ["bus_messages_handled_total", "bus_redeliveries_total", "bus_handler_duration_seconds", "bus_consumer_pending", "bus_consumer_ack_pending", "bus_consumer_redelivered_pending"],
+  /** Every service with an outbox (instrumentOutbox). */
+  outbox: ["outbox_depth", "outbox_oldest_age_seconds", "outbox_relay_active", "outbox_published_total"],
+  gateway: ["gateway_rate_limit_rejections_total"],
+  messaging: ["provider_calls_total", "provider_call_duration_seconds"],
+  "webhook-dispatcher": ["webhook_attempts_total", "webhook_attempt_duration_seconds", "webhook_deactivations_total"],
+  "template-jobs": ["template_job_recipients_total", "template_jobs"],
+} as const;
+
 /** Latency buckets (seconds) of the platform's histograms. */
 export const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
