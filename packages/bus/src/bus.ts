@@ -176,6 +176,19 @@ export class Bus {
     this.observer = observer;
   }
 
+  /**
+   * For consumers that read JetStream themselves (analytics' batch consumer): counts
+   * the durable in `consumerStates` and reports its handled deliveries to the observer.
+   */
+  trackDurable(stream: string, durable: string): void {
+    if (!this.durables.some((d) => d.stream === stream && d.durable === durable)) this.durables.push({ stream, durable });
+  }
+
+  /** Reports one delivery a self-managed consumer handled (see `trackDurable`). */
+  recordHandled(durable: string, outcome: HandledOutcome, deliveryCount: number, seconds: number): void {
+    this.observer?.handled(durable, outcome, deliveryCount, seconds);
+  }
+
   /** The backlog of every durable consumer this process runs (for the consumer lag metrics). */
   async consumerStates(): Promise<ConsumerState[]> {
     const states = await Promise.all(
@@ -238,7 +251,7 @@ export class Bus {
       if (!isNotFound(err)) throw err;
       await this.jsm.consumers.add(stream, config);
     }
-    if (!this.durables.some((d) => d.stream === stream && d.durable === opts.durable)) this.durables.push({ stream, durable: opts.durable });
+    this.trackDurable(stream, opts.durable);
     const consumer = await this.js.consumers.get(stream, opts.durable);
     const messages = await consumer.consume({ max_messages: Math.max(64, (opts.concurrency ?? 16) * 2) });
     this.consumers.push(messages);
@@ -271,10 +284,16 @@ export class Bus {
     if (msg.headers) for (const [k, v] of msg.headers) hdrs[k] = v[0] ?? "";
     // Keep the message ours while a slow handler runs.
     const keepAlive = setInterval(() => msg.working(), Math.max(1_000, (opts.ackWaitMs ?? 30_000) / 3));
-    const started = this.observer ? process.hrtime.bigint() : 0n;
-    const observe = (outcome: HandledOutcome) =>
-      this.observer?.handled(opts.durable, outcome, deliveryCount, Number(process.hrtime.bigint() - started) / 1e9);
     const ctx = contextOf(hdrs[REQUEST_ID_HEADER], payload);
+    const debug = this.log.isLevelEnabled("debug");
+    const started = this.observer || debug ? process.hrtime.bigint() : 0n;
+    const observe = (outcome: HandledOutcome) => {
+      if (!this.observer && !debug) return;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.observer?.handled(opts.durable, outcome, deliveryCount, seconds);
+      // One line per handled delivery at debug level, in the message's request context.
+      if (debug) withRequestContext(ctx, () => this.log.debug({ durable: opts.durable, subject: msg.subject, deliveryCount, outcome, ms: seconds * 1000 }, "message handled"));
+    };
     try {
       await withRequestContext(ctx, () =>
         opts.handler(payload, { subject: msg.subject, deliveryCount, streamSequence: msg.seq, headers: hdrs }),
@@ -382,6 +401,7 @@ export class Bus {
             };
           }
           msg.respond(encoder.encode(JSON.stringify(answer)));
+          if (this.log.isLevelEnabled("debug")) this.log.debug({ subject: def.subject, failed: (answer as { error?: unknown })?.error !== undefined }, "request answered");
         });
         this.inflight.add(task);
         void task.finally(() => this.inflight.delete(task));

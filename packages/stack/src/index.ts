@@ -50,6 +50,8 @@ export interface Stack {
   env: Record<string, string>;
   /** Names of the processes (gateway, services, provider-simulator). */
   names(): string[];
+  /** The base URL of one process (its `/metrics`, `/readyz`), e.g. `serviceUrl("messaging")`. */
+  serviceUrl(name: string): string | undefined;
   pid(name: string): number | undefined;
   restarts(name: string): number;
   /** Sends a signal to a process, as `kill` would; the supervisor restarts it. */
@@ -221,6 +223,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     simulatorUrl,
     env: base,
     names: () => procs.map((p) => p.name),
+    serviceUrl: (name) => {
+      const p = procs.find((q) => q.name === name);
+      return p?.env.PORT ? `http://127.0.0.1:${p.env.PORT}` : undefined;
+    },
     pid: (name) => procs.find((p) => p.name === name)?.child?.pid,
     restarts: (name) => procs.find((p) => p.name === name)?.restarts ?? 0,
     kill: (name, signal = "SIGKILL") => {
