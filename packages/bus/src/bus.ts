@@ -15,7 +15,7 @@ import {
 } from "nats";
 import { z } from "zod";
 import { RpcError, STREAMS, type RpcDef, type StreamDef, type SubjectDef } from "@platform/contracts";
-import { currentRequestContext, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { currentRequestContext, traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { BusUnavailableError, PermanentError, RetryableError, RpcCallError } from "./errors";
 
 export interface BusOptions {
@@ -76,14 +76,23 @@ export interface ConsumerState {
 
 /** The request id of the current request context, as a header set for a publish; undefined outside a request. */
 function contextHeaders(): Record<string, string> | undefined {
-  const id = currentRequestContext()?.requestId;
-  return id ? { [REQUEST_ID_HEADER]: id } : undefined;
+  const ctx = currentRequestContext();
+  if (!ctx?.requestId && !ctx?.traceparent) return undefined;
+  const headers: Record<string, string> = {};
+  if (ctx.requestId) headers[REQUEST_ID_HEADER] = ctx.requestId;
+  if (ctx.traceparent) headers.traceparent = ctx.traceparent;
+  if (ctx.tracestate) headers.tracestate = ctx.tracestate;
+  return headers;
 }
 
 /** The request context a received message carries: its request id header and the payload's organization. */
-function contextOf(headerValue: string | undefined, payload: unknown): RequestContext {
+function contextOf(headers: Record<string, string>, payload: unknown): RequestContext {
   const org = (payload as { organizationId?: unknown } | null)?.organizationId;
-  return { requestId: headerValue || undefined, organizationId: typeof org === "string" ? org : undefined };
+  return {
+    requestId: headers[REQUEST_ID_HEADER] || undefined,
+    organizationId: typeof org === "string" ? org : undefined,
+    ...traceContextOf((name) => headers[name]),
+  };
 }
 
 const encoder = new TextEncoder();
@@ -284,7 +293,7 @@ export class Bus {
     if (msg.headers) for (const [k, v] of msg.headers) hdrs[k] = v[0] ?? "";
     // Keep the message ours while a slow handler runs.
     const keepAlive = setInterval(() => msg.working(), Math.max(1_000, (opts.ackWaitMs ?? 30_000) / 3));
-    const ctx = contextOf(hdrs[REQUEST_ID_HEADER], payload);
+    const ctx = contextOf(hdrs, payload);
     const debug = this.log.isLevelEnabled("debug");
     const started = this.observer || debug ? process.hrtime.bigint() : 0n;
     const observe = (outcome: HandledOutcome) => {
@@ -353,7 +362,7 @@ export class Bus {
       let hdrs;
       if (given) {
         hdrs = natsHeaders();
-        hdrs.set(REQUEST_ID_HEADER, given[REQUEST_ID_HEADER]);
+        for (const k in given) hdrs.set(k, given[k]);
       }
       reply = await this.nc.request(this.subject(def.subject), encoder.encode(JSON.stringify(payload)), { timeout: opts.timeoutMs ?? 3_000, headers: hdrs });
     } catch (err) {
@@ -378,7 +387,9 @@ export class Bus {
     this.subscriptions.push(sub);
     void (async () => {
       for await (const msg of sub) {
-        const ctx: RequestContext = { requestId: msg.headers?.get(REQUEST_ID_HEADER) || undefined };
+        const ctx: RequestContext = msg.headers
+          ? { requestId: msg.headers.get(REQUEST_ID_HEADER) || undefined, ...traceContextOf((name) => msg.headers?.get(name) || undefined) }
+          : {};
         const task = withRequestContext(ctx, async () => {
           let answer: unknown;
           try {

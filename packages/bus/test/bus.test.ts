@@ -211,4 +211,12 @@ describe("bus: request id across NATS and consumer metrics (real NATS)", () => {
     const answer = await withRequestContext({ requestId: "req_rpc" }, () => bus.request(def, { organizationId: "org_1" }));
     expect(answer).to.deep.equal({ requestId: "req_rpc", organizationId: "org_1" });
   });
+
+  it("passes the W3C trace context (traceparent) on over request/reply unchanged", async () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const def = { subject: "rpc.trace.test.v1", request: z.object({}), response: z.object({ traceparent: z.string() }) };
+    bus.serve(def, async () => ({ traceparent: currentRequestContext()?.traceparent ?? "" }));
+    const answer = await withRequestContext({ requestId: "req_t", traceparent }, () => bus.request(def, {}));
+    expect(answer).to.deep.equal({ traceparent });
+  });
 });

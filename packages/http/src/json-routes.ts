@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Request, Response, Router } from "express";
-import { withRequestContext, type Logger } from "@platform/logging";
+import { traceContextOf, withRequestContext, type Logger } from "@platform/logging";
 import { ApiError } from "./errors";
 import type { Metrics } from "./metrics";
 import { refuseDeepJson } from "./validate";
@@ -161,7 +161,11 @@ export function createServiceListener(opts: {
     const requestId = requestIdFor(Array.isArray(given) ? given.join(", ") : given);
     metrics.track(route.method, res, () => route.path);
     const organization = req.headers[INTERNAL_HEADERS.organization];
-    const ctx = { requestId, organizationId: typeof organization === "string" && organization ? organization : undefined };
+    const ctx = {
+      requestId,
+      organizationId: typeof organization === "string" && organization ? organization : undefined,
+      ...traceContextOf((name) => req.headers[name]),
+    };
     logFinished(log, route.method, res, () => route.path, ctx);
     withRequestContext(ctx, () => serve(req, res, route, requestId)).catch((err: unknown) => {
       const apiError = toApiError(err, log, { requestId, path: route.path });

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import { currentRequestContext, withRequestContext, type Logger } from "@platform/logging";
+import { currentRequestContext, traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { newId } from "@platform/id";
 import { z } from "zod";
 import { isDependencyDown } from "./dependency";
@@ -32,7 +32,7 @@ export function requestId(log?: Logger): RequestHandler {
     const id = requestIdFor(req.header(INTERNAL_HEADERS.requestId));
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
-    const ctx = { requestId: id } as { requestId: string; organizationId?: string };
+    const ctx: RequestContext = { requestId: id, ...traceContextOf((name) => req.headers[name]) };
     if (log) logFinished(log, req.method, res, () => req.originalUrl.split("?")[0], ctx);
     withRequestContext(ctx, next);
   };

@@ -11,6 +11,23 @@ export type Logger = pino.Logger;
 export interface RequestContext {
   requestId?: string;
   organizationId?: string;
+  /**
+   * The W3C trace context the request came with (`traceparent`, `tracestate`),
+   * passed on unchanged over HTTP and NATS headers so a tracing system sees one
+   * trace across services (no spans are recorded here).
+   */
+  traceparent?: string;
+  tracestate?: string;
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/** The trace context of a set of headers (HTTP or NATS), when `traceparent` is well-formed. */
+export function traceContextOf(get: (name: string) => string | string[] | undefined | null): Pick<RequestContext, "traceparent" | "tracestate"> {
+  const parent = get("traceparent");
+  if (typeof parent !== "string" || !TRACEPARENT.test(parent)) return {};
+  const state = get("tracestate");
+  return typeof state === "string" && state.length <= 512 ? { traceparent: parent, tracestate: state } : { traceparent: parent };
 }
 
 /** The current request's context, across awaits (AsyncLocalStorage). */

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError, INTERNAL_HEADERS, logFinished, requestIdFor, toApiError, type Metrics } from "@platform/http";
-import { withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { bearerKey, hashApiKey } from "./auth/api-keys";
 import type { AuthCache } from "./auth/key-cache";
 import { planCovers } from "./plans";
@@ -90,7 +90,7 @@ export function createApiFront(deps: {
     res.setHeader("X-Request-Id", requestId);
     // Answers carry an organization's data (or say whether a key works): no cache may keep them.
     res.setHeader("Cache-Control", "no-store");
-    const ctx: RequestContext = { requestId };
+    const ctx: RequestContext = { requestId, ...traceContextOf((name) => req.headers[name]) };
     logFinished(log, req.method, res, () => path, ctx);
     withRequestContext(ctx, () => handle(req, res, path, requestId, route, ctx)).catch((err: unknown) => sendError(res, err, log, path));
   };
