@@ -11,13 +11,14 @@ export class E2E {
   stack!: Stack;
   logs: string[] = [];
 
-  async start(extraEnv: Record<string, string> = {}): Promise<this> {
+  async start(extraEnv: Record<string, string> = {}, opts: { replicas?: number } = {}): Promise<this> {
     this.env = await createTestEnvironment("e2e");
     this.stack = await startStack({
       port: await freePort(),
       databaseUrl: this.env.databaseUrl,
       natsUrl: this.env.natsUrl,
       namespace: this.env.namespace,
+      replicas: opts.replicas,
       env: { LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", CONVERSATION_IDLE_TIMEOUT_MS: "86400000", ...extraEnv },
       onLog: (line) => {
         this.logs.push(line);
@@ -38,11 +39,11 @@ export class E2E {
     await this.env?.cleanup();
   }
 
-  async call(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) {
+  async call(method: string, path: string, opts: { token?: string; body?: unknown; headers?: Record<string, string>; baseUrl?: string } = {}) {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
     if (opts.body !== undefined) headers["Content-Type"] = "application/json";
-    const res = await fetch(this.stack.url + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+    const res = await fetch((opts.baseUrl ?? this.stack.url) + path, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
     const text = await res.text();
     let body: any = text;
     try {

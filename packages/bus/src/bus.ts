@@ -15,7 +15,7 @@ import {
 } from "nats";
 import { z } from "zod";
 import { RpcError, STREAMS, type RpcDef, type StreamDef, type SubjectDef } from "@platform/contracts";
-import type { Logger } from "@platform/logging";
+import { currentRequestContext, traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { BusUnavailableError, PermanentError, RetryableError, RpcCallError } from "./errors";
 
 export interface BusOptions {
@@ -51,6 +51,50 @@ export interface MessageContext {
   headers: Record<string, string>;
 }
 
+/** The header carrying the id of the HTTP request that caused a message (as `X-Request-Id` over HTTP). */
+export const REQUEST_ID_HEADER = "X-Request-Id";
+
+/** What a consumer did with one delivery. */
+export type HandledOutcome = "ack" | "retry" | "dead_letter";
+
+/** Hooks for metrics (packages/http's `instrumentBus`): called once per handled delivery. */
+export interface BusObserver {
+  handled(durable: string, outcome: HandledOutcome, deliveryCount: number, seconds: number): void;
+}
+
+/** A durable consumer's backlog, as the server counts it. */
+export interface ConsumerState {
+  durable: string;
+  stream: string;
+  /** Messages of the filter subject not yet delivered (the lag). */
+  pending: number;
+  /** Delivered, not yet acknowledged. */
+  ackPending: number;
+  /** Delivered more than once and not yet acknowledged. */
+  redelivered: number;
+}
+
+/** The request id of the current request context, as a header set for a publish; undefined outside a request. */
+function contextHeaders(): Record<string, string> | undefined {
+  const ctx = currentRequestContext();
+  if (!ctx?.requestId && !ctx?.traceparent) return undefined;
+  const headers: Record<string, string> = {};
+  if (ctx.requestId) headers[REQUEST_ID_HEADER] = ctx.requestId;
+  if (ctx.traceparent) headers.traceparent = ctx.traceparent;
+  if (ctx.tracestate) headers.tracestate = ctx.tracestate;
+  return headers;
+}
+
+/** The request context a received message carries: its request id header and the payload's organization. */
+function contextOf(headers: Record<string, string>, payload: unknown): RequestContext {
+  const org = (payload as { organizationId?: unknown } | null)?.organizationId;
+  return {
+    requestId: headers[REQUEST_ID_HEADER] || undefined,
+    organizationId: typeof org === "string" ? org : undefined,
+    ...traceContextOf((name) => headers[name]),
+  };
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -68,6 +112,8 @@ export class Bus {
   private subscriptions: Subscription[] = [];
   private inflight = new Set<Promise<void>>();
   private closing = false;
+  private observer?: BusObserver;
+  private readonly durables: Array<{ stream: string; durable: string }> = [];
 
   private constructor(
     readonly nc: NatsConnection,
@@ -134,13 +180,52 @@ export class Bus {
     }
   }
 
-  /** Publishes to JetStream; `msgId` makes a repeat inside the duplicate window a no-op. */
+  /** Metrics hooks (one observer per bus). */
+  setObserver(observer: BusObserver): void {
+    this.observer = observer;
+  }
+
+  /**
+   * For consumers that read JetStream themselves (analytics' batch consumer): counts
+   * the durable in `consumerStates` and reports its handled deliveries to the observer.
+   */
+  trackDurable(stream: string, durable: string): void {
+    if (!this.durables.some((d) => d.stream === stream && d.durable === durable)) this.durables.push({ stream, durable });
+  }
+
+  /** Reports one delivery a self-managed consumer handled (see `trackDurable`). */
+  recordHandled(durable: string, outcome: HandledOutcome, deliveryCount: number, seconds: number): void {
+    this.observer?.handled(durable, outcome, deliveryCount, seconds);
+  }
+
+  /** The backlog of every durable consumer this process runs (for the consumer lag metrics). */
+  async consumerStates(): Promise<ConsumerState[]> {
+    const states = await Promise.all(
+      this.durables.map(async ({ stream, durable }) => {
+        try {
+          const info = await this.jsm.consumers.info(stream, durable);
+          return { durable, stream, pending: info.num_pending, ackPending: info.num_ack_pending, redelivered: info.num_redelivered };
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    return states.filter((s): s is ConsumerState => s !== undefined);
+  }
+
+  /**
+   * Publishes to JetStream; `msgId` makes a repeat inside the duplicate window a no-op.
+   * Inside a request context the request id goes along as the `X-Request-Id` header.
+   */
   async publish(subject: string, payload: unknown, opts: { msgId?: string; headers?: Record<string, string> } = {}): Promise<void> {
     const data = typeof payload === "string" ? encoder.encode(payload) : encoder.encode(JSON.stringify(payload));
     let hdrs;
-    if (opts.headers) {
-      hdrs = natsHeaders();
-      for (const [k, v] of Object.entries(opts.headers)) hdrs.set(k, v);
+    const given = opts.headers ?? contextHeaders();
+    if (given) {
+      for (const k in given) {
+        hdrs ??= natsHeaders();
+        hdrs.set(k, given[k]);
+      }
     }
     await this.js.publish(this.subject(subject), data, { msgID: opts.msgId, headers: hdrs });
   }
@@ -175,6 +260,7 @@ export class Bus {
       if (!isNotFound(err)) throw err;
       await this.jsm.consumers.add(stream, config);
     }
+    this.trackDurable(stream, opts.durable);
     const consumer = await this.js.consumers.get(stream, opts.durable);
     const messages = await consumer.consume({ max_messages: Math.max(64, (opts.concurrency ?? 16) * 2) });
     this.consumers.push(messages);
@@ -207,18 +293,36 @@ export class Bus {
     if (msg.headers) for (const [k, v] of msg.headers) hdrs[k] = v[0] ?? "";
     // Keep the message ours while a slow handler runs.
     const keepAlive = setInterval(() => msg.working(), Math.max(1_000, (opts.ackWaitMs ?? 30_000) / 3));
+    const ctx = contextOf(hdrs, payload);
+    const debug = this.log.isLevelEnabled("debug");
+    const started = this.observer || debug ? process.hrtime.bigint() : 0n;
+    const observe = (outcome: HandledOutcome) => {
+      if (!this.observer && !debug) return;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.observer?.handled(opts.durable, outcome, deliveryCount, seconds);
+      // One line per handled delivery at debug level, in the message's request context.
+      if (debug) withRequestContext(ctx, () => this.log.debug({ durable: opts.durable, subject: msg.subject, deliveryCount, outcome, ms: seconds * 1000 }, "message handled"));
+    };
     try {
-      await opts.handler(payload, { subject: msg.subject, deliveryCount, streamSequence: msg.seq, headers: hdrs });
+      await withRequestContext(ctx, () =>
+        opts.handler(payload, { subject: msg.subject, deliveryCount, streamSequence: msg.seq, headers: hdrs }),
+      );
       msg.ack();
+      observe("ack");
     } catch (err) {
       if (err instanceof PermanentError || err instanceof z.ZodError) {
-        await this.deadLetter(msg, opts.durable, (err as Error).message);
+        observe("dead_letter");
+        await withRequestContext(ctx, () => this.deadLetter(msg, opts.durable, (err as Error).message));
       } else if (deliveryCount >= maxDeliver) {
-        await this.deadLetter(msg, opts.durable, `gave up after ${deliveryCount} deliveries: ${(err as Error).message}`);
+        observe("dead_letter");
+        await withRequestContext(ctx, () => this.deadLetter(msg, opts.durable, `gave up after ${deliveryCount} deliveries: ${(err as Error).message}`));
       } else {
+        observe("retry");
         const delay = err instanceof RetryableError && err.delayMs !== undefined ? err.delayMs : redeliveryDelay(deliveryCount);
         if (!(err instanceof RetryableError)) {
-          this.log.warn({ durable: opts.durable, subject: msg.subject, deliveryCount, err: (err as Error).message }, "handler failed, will retry");
+          withRequestContext(ctx, () =>
+            this.log.warn({ durable: opts.durable, subject: msg.subject, deliveryCount, err: (err as Error).message }, "handler failed, will retry"),
+          );
         }
         msg.nak(delay);
       }
@@ -232,7 +336,11 @@ export class Bus {
     try {
       await this.publish(`dlq.${durable}`, decoder.decode(msg.data), {
         msgId: `dlq:${durable}:${msg.info.streamSequence}`,
-        headers: { "X-Original-Subject": msg.subject, "X-Dead-Letter-Reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500) },
+        headers: {
+          ...contextHeaders(),
+          "X-Original-Subject": msg.subject,
+          "X-Dead-Letter-Reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500),
+        },
       });
       msg.term();
     } catch (err) {
@@ -250,7 +358,13 @@ export class Bus {
   ): Promise<z.infer<Res>> {
     let reply;
     try {
-      reply = await this.nc.request(this.subject(def.subject), encoder.encode(JSON.stringify(payload)), { timeout: opts.timeoutMs ?? 3_000 });
+      const given = contextHeaders();
+      let hdrs;
+      if (given) {
+        hdrs = natsHeaders();
+        for (const k in given) hdrs.set(k, given[k]);
+      }
+      reply = await this.nc.request(this.subject(def.subject), encoder.encode(JSON.stringify(payload)), { timeout: opts.timeoutMs ?? 3_000, headers: hdrs });
     } catch (err) {
       throw new BusUnavailableError(`${def.subject}: ${(err as Error).message}`);
     }
@@ -273,10 +387,15 @@ export class Bus {
     this.subscriptions.push(sub);
     void (async () => {
       for await (const msg of sub) {
-        const task = (async () => {
+        const ctx: RequestContext = msg.headers
+          ? { requestId: msg.headers.get(REQUEST_ID_HEADER) || undefined, ...traceContextOf((name) => msg.headers?.get(name) || undefined) }
+          : {};
+        const task = withRequestContext(ctx, async () => {
           let answer: unknown;
           try {
             const request = def.request.parse(JSON.parse(decoder.decode(msg.data)));
+            const org = (request as { organizationId?: unknown } | null)?.organizationId;
+            if (typeof org === "string") ctx.organizationId = org;
             answer = await handler(request);
           } catch (err) {
             const e = err as { code?: unknown; message?: string };
@@ -293,7 +412,8 @@ export class Bus {
             };
           }
           msg.respond(encoder.encode(JSON.stringify(answer)));
-        })();
+          if (this.log.isLevelEnabled("debug")) this.log.debug({ subject: def.subject, failed: (answer as { error?: unknown })?.error !== undefined }, "request answered");
+        });
         this.inflight.add(task);
         void task.finally(() => this.inflight.delete(task));
       }

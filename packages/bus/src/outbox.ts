@@ -1,10 +1,10 @@
 import { Client } from "pg";
-import type { EntityManager } from "typeorm";
+import type { EntityManager, MigrationInterface, QueryRunner } from "typeorm";
 import { eventSubject, type EventData, type EventType } from "@platform/contracts";
 import { newId } from "@platform/id";
-import type { Logger } from "@platform/logging";
+import { currentRequestContext, type Logger } from "@platform/logging";
 import { quoteIdent } from "@platform/db";
-import type { Bus } from "./bus";
+import { REQUEST_ID_HEADER, type Bus } from "./bus";
 
 /**
  * Transactional outbox. A state change and the events it causes commit in one
@@ -40,6 +40,30 @@ export function outboxTableSql(schema: string): { up: string[]; down: string[] }
   };
 }
 
+/**
+ * A migration adding `request_id` to a schema's outbox (the id of the HTTP
+ * request that wrote the row, published as the `X-Request-Id` header). Every
+ * service with an outbox lists `outboxRequestIdMigration("<schema>")`.
+ */
+export function outboxRequestIdMigration(schema: string): new () => MigrationInterface {
+  const sql = outboxRequestIdSql(schema);
+  return class OutboxRequestId implements MigrationInterface {
+    name = "OutboxRequestId1764200000000";
+    async up(q: QueryRunner): Promise<void> {
+      for (const statement of sql.up) await q.query(statement);
+    }
+    async down(q: QueryRunner): Promise<void> {
+      for (const statement of sql.down) await q.query(statement);
+    }
+  };
+}
+
+/** SQL of `outboxRequestIdMigration`. */
+export function outboxRequestIdSql(schema: string): { up: string[]; down: string[] } {
+  const s = quoteIdent(schema);
+  return { up: [`ALTER TABLE ${s}.outbox ADD COLUMN request_id text`], down: [`ALTER TABLE ${s}.outbox DROP COLUMN request_id`] };
+}
+
 /** A domain event ready for the outbox: the webhook body shape, `data.id` = event id = message id. */
 export function domainEvent<T extends EventType>(
   type: T,
@@ -55,15 +79,19 @@ export function domainEvent<T extends EventType>(
   };
 }
 
-/** Writes messages to the outbox inside the caller's transaction (one multi-row insert). */
+/**
+ * Writes messages to the outbox inside the caller's transaction (one
+ * multi-row insert), with the current request's id when there is one.
+ */
 export async function enqueue(manager: EntityManager, schema: string, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
-  const params: string[] = [];
+  const requestId = currentRequestContext()?.requestId ?? null;
+  const params: Array<string | null> = [];
   const rows = messages.map((m, i) => {
-    params.push(m.msgId, m.subject, JSON.stringify(m.payload));
-    return `($${i * 3 + 1}, $${i * 3 + 2}, $${i * 3 + 3})`;
+    params.push(m.msgId, m.subject, JSON.stringify(m.payload), requestId);
+    return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`;
   });
-  await manager.query(`INSERT INTO ${quoteIdent(schema)}.outbox (msg_id, subject, payload) VALUES ${rows.join(", ")}`, params);
+  await manager.query(`INSERT INTO ${quoteIdent(schema)}.outbox (msg_id, subject, payload, request_id) VALUES ${rows.join(", ")}`, params);
 }
 
 export interface RelayOptions {
@@ -86,7 +114,16 @@ export interface RelayOptions {
 /** Postgres ends the active relay's session after this long without a query (PostgreSQL 14+). */
 const RELAY_IDLE_SESSION_TIMEOUT_MS = 15_000;
 
-type OutboxRow = { id: string; msg_id: string; subject: string; payload: string };
+type OutboxRow = { id: string; msg_id: string; subject: string; payload: string; request_id: string | null };
+
+/** A schema's outbox as the relay sees it (metrics). */
+export interface OutboxBacklog {
+  schema: string;
+  /** Rows not yet published. */
+  depth: number;
+  /** Age of the oldest unpublished row; 0 when empty. */
+  oldestAgeSeconds: number;
+}
 
 /**
  * Publishes a schema's outbox. One replica at a time is the relay: the one
@@ -107,6 +144,8 @@ export class OutboxRelay {
   private wake?: () => void;
   private loop?: Promise<void>;
   private pending = false;
+  /** Messages this replica published (metrics). */
+  published = 0;
 
   constructor(private readonly opts: RelayOptions) {}
 
@@ -218,14 +257,29 @@ export class OutboxRelay {
     const schema = quoteIdent(this.opts.schema);
     const { rows } = await client.query<OutboxRow>({
       name: `outbox.select`,
-      text: `SELECT id, msg_id, subject, payload FROM ${schema}.outbox ORDER BY id LIMIT $1`,
+      text: `SELECT id, msg_id, subject, payload, request_id FROM ${schema}.outbox ORDER BY id LIMIT $1`,
       values: [this.opts.batchSize ?? 500],
     });
     if (rows.length === 0) return 0;
     // Publishes are pipelined in id order on one connection, so the stream keeps that order.
-    await Promise.all(rows.map((r) => this.opts.bus.publish(r.subject, r.payload, { msgId: r.msg_id })));
+    await Promise.all(
+      rows.map((r) =>
+        this.opts.bus.publish(r.subject, r.payload, { msgId: r.msg_id, headers: r.request_id ? { [REQUEST_ID_HEADER]: r.request_id } : {} }),
+      ),
+    );
     await client.query({ name: `outbox.delete`, text: `DELETE FROM ${schema}.outbox WHERE id = ANY($1::bigint[])`, values: [rows.map((r) => r.id)] });
+    this.published += rows.length;
     return rows.length;
+  }
+
+  /** The outbox's depth and oldest age, read on the relay's connection; undefined on a standby replica. */
+  async backlog(): Promise<OutboxBacklog | undefined> {
+    const client = this.client;
+    if (!client) return undefined;
+    const { rows } = await client.query<{ depth: string; age: number | null }>(
+      `SELECT count(*) AS depth, extract(epoch FROM now() - min(created_at))::float8 AS age FROM ${quoteIdent(this.opts.schema)}.outbox`,
+    );
+    return { schema: this.opts.schema, depth: Number(rows[0].depth), oldestAgeSeconds: Math.max(0, rows[0].age ?? 0) };
   }
 
   async stop(): Promise<void> {

@@ -2,9 +2,9 @@ import { expect } from "chai";
 import { z } from "zod";
 import { RPC, STREAMS } from "@platform/contracts";
 import { createDataSource, ensureDatabase } from "@platform/db";
-import { createLogger } from "@platform/logging";
+import { createLogger, currentRequestContext, withRequestContext } from "@platform/logging";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
-import { Bus, domainEvent, enqueue, OutboxRelay, outboxTableSql, PermanentError, RetryableError, RpcCallError } from "../src";
+import { Bus, domainEvent, enqueue, OutboxRelay, outboxRequestIdSql, outboxTableSql, PermanentError, RetryableError, RpcCallError } from "../src";
 
 const log = createLogger("bus-test", "silent");
 const Payload = z.object({ n: z.number() });
@@ -95,7 +95,7 @@ describe("bus (real NATS)", () => {
     const ds = createDataSource({ url: env.databaseUrl, schema: "relaytest", entities: [], migrations: [] });
     await ds.initialize();
     await ds.query(`CREATE SCHEMA IF NOT EXISTS relaytest`);
-    for (const sql of outboxTableSql("relaytest").up) await ds.query(sql);
+    for (const sql of [...outboxTableSql("relaytest").up, ...outboxRequestIdSql("relaytest").up]) await ds.query(sql);
     const relay = new OutboxRelay({ databaseUrl: env.databaseUrl, schema: "relaytest", bus, log });
     relay.start();
     const received: string[] = [];
@@ -127,7 +127,7 @@ describe("bus (real NATS)", () => {
     const ds = createDataSource({ url: env.databaseUrl, schema: "relayha", entities: [], migrations: [] });
     await ds.initialize();
     await ds.query(`CREATE SCHEMA IF NOT EXISTS relayha`);
-    for (const sql of outboxTableSql("relayha").up) await ds.query(sql);
+    for (const sql of [...outboxTableSql("relayha").up, ...outboxRequestIdSql("relayha").up]) await ds.query(sql);
     const options = { databaseUrl: env.databaseUrl, schema: "relayha", bus, log, standbyRetryMs: 100 };
     const a = new OutboxRelay(options);
     const b = new OutboxRelay(options);
@@ -162,5 +162,61 @@ describe("bus (real NATS)", () => {
     expect(received).to.deep.equal(["ha_1", "ha_2"]);
     await b.stop();
     await ds.destroy();
+  });
+});
+
+describe("bus: request id across NATS and consumer metrics (real NATS)", () => {
+  let env: TestEnvironment;
+  let bus: Bus;
+
+  before(async () => {
+    env = await createTestEnvironment("busctx");
+    bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-ctx-test", log });
+    await bus.ensureStreams();
+  });
+  after(async () => {
+    await bus.close();
+    await env.cleanup();
+  });
+
+  it("carries the publishing request's id to the consumer's context and headers, and reports handled deliveries", async () => {
+    const seen: Array<{ header?: string; requestId?: string; organizationId?: string; deliveryCount: number }> = [];
+    const handled: string[] = [];
+    bus.setObserver({ handled: (durable, outcome, deliveryCount) => handled.push(`${durable}:${outcome}:${deliveryCount}`) });
+    const Org = z.object({ organizationId: z.string(), n: z.number() });
+    await bus.consume({
+      stream: STREAMS.work,
+      durable: "ctx-test",
+      subject: { subject: "work.ctx.v1", schema: Org },
+      handler: async (_p, ctx) => {
+        const current = currentRequestContext();
+        seen.push({ header: ctx.headers["X-Request-Id"], requestId: current?.requestId, organizationId: current?.organizationId, deliveryCount: ctx.deliveryCount });
+        if (ctx.deliveryCount < 2) throw new RetryableError("again", 20);
+      },
+    });
+    await withRequestContext({ requestId: "req_abc" }, () => bus.publish("work.ctx.v1", { organizationId: "org_9", n: 1 }, { msgId: "c1" }));
+    await eventually(() => handled.length === 2, 5_000);
+    expect(seen).to.deep.equal([
+      { header: "req_abc", requestId: "req_abc", organizationId: "org_9", deliveryCount: 1 },
+      { header: "req_abc", requestId: "req_abc", organizationId: "org_9", deliveryCount: 2 },
+    ]);
+    expect(handled).to.deep.equal(["ctx-test:retry:1", "ctx-test:ack:2"]);
+    const states = await bus.consumerStates();
+    expect(states.map((s) => [s.durable, s.pending])).to.deep.equal([["ctx-test", 0]]);
+  });
+
+  it("carries the request id over request/reply", async () => {
+    const def = { subject: "rpc.ctx.test.v1", request: z.object({ organizationId: z.string() }), response: z.object({ requestId: z.string(), organizationId: z.string() }) };
+    bus.serve(def, async () => ({ requestId: currentRequestContext()?.requestId ?? "", organizationId: currentRequestContext()?.organizationId ?? "" }));
+    const answer = await withRequestContext({ requestId: "req_rpc" }, () => bus.request(def, { organizationId: "org_1" }));
+    expect(answer).to.deep.equal({ requestId: "req_rpc", organizationId: "org_1" });
+  });
+
+  it("passes the W3C trace context (traceparent) on over request/reply unchanged", async () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const def = { subject: "rpc.trace.test.v1", request: z.object({}), response: z.object({ traceparent: z.string() }) };
+    bus.serve(def, async () => ({ traceparent: currentRequestContext()?.traceparent ?? "" }));
+    const answer = await withRequestContext({ requestId: "req_t", traceparent }, () => bus.request(def, {}));
+    expect(answer).to.deep.equal({ traceparent });
   });
 });

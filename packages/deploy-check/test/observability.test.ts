@@ -3,12 +3,13 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "chai";
 import { parse, parseAllDocuments } from "yaml";
-import { createMetrics } from "@platform/http";
+import { createMetrics, PLATFORM_METRICS } from "@platform/http";
 import { REPO_ROOT } from "../src/render";
 
 /**
- * k8s/observability: the alert rules and the dashboard query only metrics that exist today — those a service's
- * registry (@platform/http createMetrics) exposes, plus `up` (Prometheus) and kube-state-metrics' restart counter.
+ * k8s/observability: the alert rules and the dashboard query only metrics that exist — those a service's
+ * registry (@platform/http createMetrics) exposes, the platform's own (PLATFORM_METRICS, which test-e2e's
+ * metrics test finds on the running services), plus `up` (Prometheus) and kube-state-metrics' restart counter.
  * A metric is named in a query as `name{…}` (the convention these files keep, so this check can find them).
  */
 const EXTERNAL = ["up", "kube_pod_container_status_restarts_total"];
@@ -23,7 +24,8 @@ describe("k8s/observability: alert rules and dashboard over the metrics that exi
     const names = (await metrics.registry.getMetricsAsJSON()).flatMap((m) =>
       String(m.type) === "histogram" ? [m.name, `${m.name}_bucket`, `${m.name}_count`, `${m.name}_sum`] : [m.name],
     );
-    known = new Set([...names, ...EXTERNAL]);
+    const platform = Object.values(PLATFORM_METRICS).flatMap((list) => list.flatMap((n) => [n, `${n}_bucket`, `${n}_count`, `${n}_sum`]));
+    known = new Set([...names, ...platform, ...EXTERNAL]);
   });
 
   it("has alert rules whose every expression names existing metrics and a severity", () => {
@@ -38,6 +40,33 @@ describe("k8s/observability: alert rules and dashboard over the metrics that exi
     }
     const runbook = readFileSync(path.join(REPO_ROOT, "docs/operations.md"), "utf8");
     for (const r of rules) expect(runbook, `docs/operations.md tells what to do for ${r.alert}`).to.include(r.alert);
+  });
+
+  it("alerts on consumer lag, outbox age, webhook deactivations, provider errors, 5xx and pod restarts", () => {
+    const rules = parse(readFileSync(path.join(dir, "alerts.rules.yaml"), "utf8")).groups.flatMap((g: any) => g.rules);
+    const queried = (metric: string) => rules.filter((r: any) => metricNames(r.expr).includes(metric)).map((r: any) => r.alert);
+    for (const metric of [
+      "bus_consumer_pending",
+      "outbox_oldest_age_seconds",
+      "webhook_deactivations_total",
+      "provider_calls_total",
+      "http_request_duration_seconds_count",
+      "kube_pod_container_status_restarts_total",
+    ]) {
+      expect(queried(metric), `an alert on ${metric}`).to.not.be.empty;
+    }
+    expect(rules.find((r: any) => r.alert === "MessagingHigh5xxRate").expr).to.include('status=~"5.."');
+  });
+
+  it("has a dashboard panel for every platform metric", () => {
+    const dash = JSON.parse(readFileSync(path.join(dir, "dashboard.json"), "utf8"));
+    const queried = new Set(dash.panels.flatMap((p: any) => p.targets.flatMap((t: any) => metricNames(t.expr))));
+    const base = (n: string) => n.replace(/_(bucket|count|sum)$/, "");
+    const covered = new Set([...queried].map((n) => base(n as string)));
+    for (const n of Object.values(PLATFORM_METRICS).flat()) {
+      if (n === "bus_handler_duration_seconds" || n === "webhook_attempt_duration_seconds" || n === "outbox_relay_active" || n === "outbox_published_total") continue;
+      expect(covered.has(n), `a panel shows ${n}`).to.equal(true);
+    }
   });
 
   it("has a dashboard whose every query names existing metrics", () => {

@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Request, Response, Router } from "express";
-import type { Logger } from "@platform/logging";
+import { traceContextOf, withRequestContext, type Logger } from "@platform/logging";
 import { ApiError } from "./errors";
 import type { Metrics } from "./metrics";
 import { refuseDeepJson } from "./validate";
-import { INTERNAL_HEADERS, isInternalToken, requestIdFor, toApiError } from "./middleware";
+import { INTERNAL_HEADERS, isInternalToken, logFinished, requestIdFor, toApiError } from "./middleware";
 
 /** A JSON request as a route handler sees it, whichever server read it. */
 export interface JsonRequest {
@@ -160,7 +160,14 @@ export function createServiceListener(opts: {
     const given = req.headers[INTERNAL_HEADERS.requestId];
     const requestId = requestIdFor(Array.isArray(given) ? given.join(", ") : given);
     metrics.track(route.method, res, () => route.path);
-    serve(req, res, route, requestId).catch((err: unknown) => {
+    const organization = req.headers[INTERNAL_HEADERS.organization];
+    const ctx = {
+      requestId,
+      organizationId: typeof organization === "string" && organization ? organization : undefined,
+      ...traceContextOf((name) => req.headers[name]),
+    };
+    logFinished(log, route.method, res, () => route.path, ctx);
+    withRequestContext(ctx, () => serve(req, res, route, requestId)).catch((err: unknown) => {
       const apiError = toApiError(err, log, { requestId, path: route.path });
       if (res.headersSent) {
         res.end();

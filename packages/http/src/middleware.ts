@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import type { Logger } from "@platform/logging";
+import { currentRequestContext, traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { newId } from "@platform/id";
 import { z } from "zod";
 import { isDependencyDown } from "./dependency";
@@ -21,14 +21,37 @@ export function requestIdFor(given: string | string[] | undefined): string {
   return typeof given === "string" && REQUEST_ID.test(given) ? given : newId("request");
 }
 
-/** Takes the caller's `X-Request-Id` when it is sane, else makes one; echoes it on the answer. */
-export function requestId(): RequestHandler {
+/**
+ * Takes the caller's `X-Request-Id` when it is sane, else makes one; echoes it
+ * on the answer; the rest of the request runs in its request context (log
+ * lines and bus headers carry the id). With `log` at debug level, one line per
+ * finished request.
+ */
+export function requestId(log?: Logger): RequestHandler {
   return (req, res, next) => {
     const id = requestIdFor(req.header(INTERNAL_HEADERS.requestId));
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
-    next();
+    const ctx: RequestContext = { requestId: id, ...traceContextOf((name) => req.headers[name]) };
+    if (log) logFinished(log, req.method, res, () => req.originalUrl.split("?")[0], ctx);
+    withRequestContext(ctx, next);
   };
+}
+
+/** At debug level, one log line when the answer is sent: method, path, status, duration, request id and organization. */
+export function logFinished(
+  log: Logger,
+  method: string | undefined,
+  res: { statusCode: number; on(event: "finish", cb: () => void): unknown },
+  path: () => string,
+  ctx: { requestId?: string; organizationId?: string },
+): void {
+  if (!log.isLevelEnabled("debug")) return;
+  const started = process.hrtime.bigint();
+  res.on("finish", () => {
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    log.debug({ requestId: ctx.requestId, organizationId: ctx.organizationId, method, path: path(), status: res.statusCode, ms }, "request finished");
+  });
 }
 
 /**
@@ -81,7 +104,11 @@ export function requireInternal(token: string): RequestHandler {
       return;
     }
     const org = req.header(INTERNAL_HEADERS.organization);
-    if (org) res.locals.organizationId = org;
+    if (org) {
+      res.locals.organizationId = org;
+      const ctx = currentRequestContext();
+      if (ctx) ctx.organizationId = org;
+    }
     next();
   };
 }

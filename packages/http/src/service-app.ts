@@ -31,7 +31,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.set("etag", false);
   app.set("query parser", "extended");
   const metrics = opts.metrics ?? createMetrics(opts.service);
-  app.use(requestId());
+  app.use(requestId(opts.log));
   app.use(healthRoutes(opts.readiness));
   app.use(metrics.router);
   app.use(metrics.middleware);

@@ -16,6 +16,8 @@ export interface ProviderClientOptions {
   timeoutMs?: number;
   /** Keep-alive sockets to the provider. Default 128. */
   connections?: number;
+  /** Called once per call with its result and duration (metrics, e.g. packages/http's `providerCallObserver`). */
+  observe?: (result: ProviderResult, seconds: number) => void;
 }
 
 export interface SendTextInput extends TextMessageInput {
@@ -48,7 +50,16 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   });
   const authorization = `Bearer ${options.accessToken}`;
 
+  const observe = options.observe;
   async function post(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
+    if (!observe) return call(phoneNumberId, body);
+    const started = process.hrtime.bigint();
+    const result = await call(phoneNumberId, body);
+    observe(result, Number(process.hrtime.bigint() - started) / 1e9);
+    return result;
+  }
+
+  async function call(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
     const controller = new AbortController();
     let timedOut = false;
     // One timer bounds the whole call (connect, headers and body), which the

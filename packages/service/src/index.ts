@@ -6,7 +6,7 @@ import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
 import { openDatabase, pingDatabase, type DatabaseOptions } from "@platform/db";
-import { createMetrics, createServiceHandler, type JsonRoute, type Metrics } from "@platform/http";
+import { createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
 import { Lifecycle, waitFor } from "@platform/runtime";
 
@@ -81,11 +81,13 @@ export async function startService<S extends z.ZodRawShape>(
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
 
   const metrics = createMetrics(def.name);
+  instrumentBus(metrics, bus);
   const deps: ServiceDeps<ServiceEnv<S>> = { env, log, db, bus, metrics, schema: def.schema };
 
   if (def.outbox !== false) {
     const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: def.schema, bus, log });
     relay.start();
+    instrumentOutbox(metrics, def.schema, relay);
     lifecycle.onStop("outbox relay", () => relay.stop());
   }
   const closers = (await def.start?.(deps)) ?? [];

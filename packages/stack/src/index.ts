@@ -32,6 +32,13 @@ export interface StackOptions {
    * per bad variable): it is not restarted, and this is called once.
    */
   onConfigError?: (name: string) => void;
+  /**
+   * Copies of every service and of the gateway (default 1). With more than one,
+   * processes are named `<name>-1`, `<name>-2`, …; each service's copies sit
+   * behind a local TCP round-robin that the gateways call, and `url` is a
+   * round-robin over the gateways (`gatewayUrls` reach each one).
+   */
+  replicas?: number;
 }
 
 interface Proc {
@@ -50,6 +57,10 @@ export interface Stack {
   env: Record<string, string>;
   /** Names of the processes (gateway, services, provider-simulator). */
   names(): string[];
+  /** Each gateway's own URL (one per replica). */
+  gatewayUrls: string[];
+  /** The base URL of one process (its `/metrics`, `/readyz`), e.g. `serviceUrl("messaging")`. */
+  serviceUrl(name: string): string | undefined;
   pid(name: string): number | undefined;
   restarts(name: string): number;
   /** Sends a signal to a process, as `kill` would; the supervisor restarts it. */
@@ -68,6 +79,54 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A TCP round-robin on loopback: each new connection goes to the next of
+ * `ports` (skipping one that refuses), as a Kubernetes Service spreads
+ * connections over its pods. Answers the port it listens on.
+ */
+export async function roundRobin(ports: number[], listenPort = 0): Promise<{ port: number; close(): Promise<void> }> {
+  let next = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    sockets.add(client);
+    client.once("close", () => sockets.delete(client));
+    const attempt = (tries: number) => {
+      const port = ports[next++ % ports.length];
+      const upstream = net.connect({ host: "127.0.0.1", port });
+      sockets.add(upstream);
+      upstream.once("close", () => sockets.delete(upstream));
+      upstream.once("error", () => {
+        if (!upstream.readableEnded && tries < ports.length && client.readable && !client.destroyed && upstream.bytesWritten === 0) {
+          attempt(tries + 1);
+        } else {
+          client.destroy();
+        }
+      });
+      upstream.once("connect", () => {
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.once("error", () => upstream.destroy());
+        client.once("close", () => upstream.destroy());
+        upstream.once("close", () => client.destroy());
+      });
+    };
+    client.on("error", () => undefined);
+    attempt(1);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listenPort, "127.0.0.1", () => resolve());
+  });
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 /** True when host:port accepts a TCP connection within `timeoutMs`. */
@@ -175,13 +234,41 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       restarts: 0,
     });
   }
-  const gatewayEnv: Record<string, string> = { ...base, PORT: String(port), ADMIN_TOKEN: adminToken };
+  const replicas = Math.max(1, opts.replicas ?? 1);
+  const balancers: Array<{ close(): Promise<void> }> = [];
+  const gatewayEnv: Record<string, string> = { ...base, ADMIN_TOKEN: adminToken };
   for (const name of discoverServices()) {
-    const servicePort = await freePort();
-    gatewayEnv[urlVar(name)] = `http://127.0.0.1:${servicePort}`;
-    procs.push({ name, script: path.join(REPO_ROOT, "services", name, "dist/index.js"), env: { ...base, PORT: String(servicePort) }, restarts: 0 });
+    const ports: number[] = [];
+    for (let i = 1; i <= replicas; i++) {
+      const servicePort = await freePort();
+      ports.push(servicePort);
+      procs.push({
+        name: replicas > 1 ? `${name}-${i}` : name,
+        script: path.join(REPO_ROOT, "services", name, "dist/index.js"),
+        env: { ...base, PORT: String(servicePort) },
+        restarts: 0,
+      });
+    }
+    if (replicas > 1) {
+      const balancer = await roundRobin(ports);
+      balancers.push(balancer);
+      gatewayEnv[urlVar(name)] = `http://127.0.0.1:${balancer.port}`;
+    } else {
+      gatewayEnv[urlVar(name)] = `http://127.0.0.1:${ports[0]}`;
+    }
   }
-  procs.push({ name: "gateway", script: path.join(REPO_ROOT, "services/gateway/dist/index.js"), env: gatewayEnv, restarts: 0 });
+  const gatewayPorts: number[] = [];
+  for (let i = 1; i <= replicas; i++) {
+    const gatewayPort = replicas > 1 ? await freePort() : port;
+    gatewayPorts.push(gatewayPort);
+    procs.push({
+      name: replicas > 1 ? `gateway-${i}` : "gateway",
+      script: path.join(REPO_ROOT, "services/gateway/dist/index.js"),
+      env: { ...gatewayEnv, PORT: String(gatewayPort), ...(replicas > 1 ? { REPLICA_ID: `gateway-${i}` } : {}) },
+      restarts: 0,
+    });
+  }
+  if (replicas > 1) balancers.push(await roundRobin(gatewayPorts, port));
 
   let stopping = false;
   let configFailed = false;
@@ -220,7 +307,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     internalToken,
     simulatorUrl,
     env: base,
+    gatewayUrls: gatewayPorts.map((p) => `http://127.0.0.1:${p}`),
     names: () => procs.map((p) => p.name),
+    serviceUrl: (name) => {
+      const p = procs.find((q) => q.name === name);
+      return p?.env.PORT ? `http://127.0.0.1:${p.env.PORT}` : undefined;
+    },
     pid: (name) => procs.find((p) => p.name === name)?.child?.pid,
     restarts: (name) => procs.find((p) => p.name === name)?.restarts ?? 0,
     kill: (name, signal = "SIGKILL") => {
@@ -243,6 +335,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     },
     stop: async () => {
       stopping = true;
+      await Promise.all(balancers.map((b) => b.close()));
       await Promise.all(
         procs.map(
           (p) =>

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ApiError, INTERNAL_HEADERS, requestIdFor, toApiError, type Metrics } from "@platform/http";
-import type { Logger } from "@platform/logging";
+import { ApiError, INTERNAL_HEADERS, logFinished, requestIdFor, toApiError, type Metrics } from "@platform/http";
+import { traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { bearerKey, hashApiKey } from "./auth/api-keys";
 import type { AuthCache } from "./auth/key-cache";
 import { planCovers } from "./plans";
@@ -43,17 +43,21 @@ export function createApiFront(deps: {
   const { cache, limiter, metrics, log } = deps;
   const routes = deps.routes.map((r) => ({ ...r, prefix: `${API_ROOT}${r.prefix}`.toLowerCase() }));
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, requestId: string, route: { label: string }) => {
+  const rejected = metrics.counter("gateway_rate_limit_rejections_total", "Requests refused with 429 by an organization's rate limit", ["plan"]);
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, requestId: string, route: { label: string }, ctx: RequestContext) => {
     const key = bearerKey(req.headers.authorization);
     if (!key) throw unauthorized();
     const principal = await cache.principal(hashApiKey(key));
     if (!principal) throw unauthorized();
     const org = await cache.organization(principal.organizationId);
     if (!org) throw unauthorized();
+    ctx.organizationId = org.id;
 
     const decision = limiter.take(org.id, org.rateLimit);
     for (const [name, value] of Object.entries(rateLimitHeaders(org.rateLimit, decision))) res.setHeader(name, value);
     if (!decision.allowed) {
+      rejected.inc({ plan: org.plan });
       throw new ApiError("RATE_LIMITED", "Too many requests", undefined, { "Retry-After": String(decision.retryAfterSeconds) });
     }
 
@@ -86,7 +90,9 @@ export function createApiFront(deps: {
     res.setHeader("X-Request-Id", requestId);
     // Answers carry an organization's data (or say whether a key works): no cache may keep them.
     res.setHeader("Cache-Control", "no-store");
-    handle(req, res, path, requestId, route).catch((err: unknown) => sendError(res, err, log, path));
+    const ctx: RequestContext = { requestId, ...traceContextOf((name) => req.headers[name]) };
+    logFinished(log, req.method, res, () => path, ctx);
+    withRequestContext(ctx, () => handle(req, res, path, requestId, route, ctx)).catch((err: unknown) => sendError(res, err, log, path));
   };
 }
 

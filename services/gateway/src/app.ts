@@ -4,7 +4,7 @@ import type { DataSource } from "typeorm";
 import { SUBJECTS } from "@platform/contracts";
 import { OutboxRelay, type Bus } from "@platform/bus";
 import { pingDatabase } from "@platform/db";
-import { ApiError, CursorCodec, createMetrics, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
+import { ApiError, CursorCodec, createMetrics, instrumentBus, instrumentOutbox, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
 import { createApiFront, isApiPath } from "./api-front";
 import { checkOrigin, consoleSession, writesNeed } from "./auth/console";
@@ -104,12 +104,14 @@ export function createGateway(deps: GatewayDeps): Gateway {
   limiter.start();
   const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
   relay.start();
+  instrumentBus(metrics, bus);
+  instrumentOutbox(metrics, "gateway", relay);
 
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "extended");
-  app.use(requestId());
+  app.use(requestId(log));
 
   const upstreams = ROUTES.filter((r) => env[r.service]).map((r) => ({ name: r.name, url: env[r.service] as string }));
   app.use(

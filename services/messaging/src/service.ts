@@ -1,3 +1,5 @@
+import { outboxRequestIdMigration } from "@platform/bus";
+import { providerCallObserver } from "@platform/http";
 import { createProviderClient } from "@platform/provider-client";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
@@ -28,6 +30,7 @@ function contextOf(deps: MessagingDeps): MessagingContext {
       baseUrl: deps.env.PROVIDER_BASE_URL,
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
+      observe: providerCallObserver(deps.metrics),
     });
     ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), bulkPacer: new BulkPacer(deps.db), optOuts: new OptOutChecker(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
     contexts.set(deps, ctx);
@@ -40,7 +43,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000],
+  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000, outboxRequestIdMigration("messaging")],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {

@@ -15,6 +15,8 @@ export interface TemplateJobsContext {
   env: TemplateJobsEnv;
   /** Message ids this process recorded as final (`sent`/`failed`): their `message.*` events need no lookup. */
   finalMessages: RecentSet;
+  /** Recipients recorded, by state (metrics). */
+  onRecipients?: (state: "sent" | "failed" | "skipped" | "waiting", count: number) => void;
 }
 
 /** A bounded set of recent strings; the oldest go first. */

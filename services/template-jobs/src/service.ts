@@ -1,3 +1,4 @@
+import { outboxRequestIdMigration } from "@platform/bus";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
@@ -13,10 +14,27 @@ const contexts = new WeakMap<TemplateJobsDeps, TemplateJobsContext>();
 function contextOf(deps: TemplateJobsDeps): TemplateJobsContext {
   let ctx = contexts.get(deps);
   if (!ctx) {
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet() };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), onRecipients: jobMetrics(deps) };
     contexts.set(deps, ctx);
   }
   return ctx;
+}
+
+/**
+ * Job progress: recipients recorded by state (sent, failed, skipped, waiting)
+ * and, on every scrape, the jobs in each state.
+ */
+function jobMetrics(deps: TemplateJobsDeps): NonNullable<TemplateJobsContext["onRecipients"]> {
+  const recipients = deps.metrics.counter("template_job_recipients_total", "Template job recipients recorded, by state (sent, failed, skipped, waiting)", ["state"]);
+  deps.metrics.gauge("template_jobs", "Template jobs by state", ["state"], async function () {
+    const rows: Array<{ status: string; n: string }> = await deps.db
+      .query(`SELECT status, count(*) AS n FROM template_jobs.jobs GROUP BY status`)
+      .catch(() => []);
+    this.reset();
+    for (const state of ["queued", "running", "paused", "completed", "cancelled", "failed"]) this.set({ state }, 0);
+    for (const r of rows) this.set({ state: r.status }, Number(r.n));
+  });
+  return (state, count) => recipients.inc({ state }, count);
 }
 
 /**
@@ -30,7 +48,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "template_jobs",
   env: envShape,
   entities,
-  migrations: [Initial1764000000000],
+  migrations: [Initial1764000000000, outboxRequestIdMigration("template_jobs")],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),
   async start(deps) {

@@ -6,7 +6,7 @@ import { DeliveryRepository } from "./db/repositories/delivery.repository";
 import { WebhookRepository } from "./db/repositories/webhook.repository";
 import { envShape } from "./env";
 import { webhookRoutes } from "./routes";
-import { Dispatcher } from "./use-cases/dispatcher";
+import { Dispatcher, type DispatcherOptions } from "./use-cases/dispatcher";
 import { HttpSender } from "./use-cases/http-sender";
 import { EventIngestor } from "./use-cases/ingest-event";
 import { WebhookAdmin } from "./use-cases/webhooks";
@@ -22,6 +22,20 @@ function senderOf(deps: Deps): HttpSender {
     senders.set(deps, sender);
   }
   return sender;
+}
+
+/** Attempt outcomes and durations, and webhooks deactivated after consecutive failures. */
+function webhookMetrics(deps: Deps): Pick<DispatcherOptions, "onAttempt" | "onDeactivated"> {
+  const attempts = deps.metrics.counter("webhook_attempts_total", "Webhook delivery attempts by outcome (delivered, retry, failed)", ["outcome"]);
+  const duration = deps.metrics.histogram("webhook_attempt_duration_seconds", "Duration of a webhook delivery attempt", ["outcome"]);
+  const deactivations = deps.metrics.counter("webhook_deactivations_total", "Webhooks deactivated after consecutive failed deliveries");
+  return {
+    onAttempt: (outcome, durationMs) => {
+      attempts.inc({ outcome });
+      duration.observe({ outcome }, durationMs / 1000);
+    },
+    onDeactivated: (ids) => deactivations.inc(ids.length),
+  };
 }
 
 const PRUNE_EVERY_MS = 10 * 60_000;
@@ -54,6 +68,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
       log: deps.log,
       retryDelaysMs: deps.env.WEBHOOK_RETRY_DELAYS_MS,
       timeoutMs: deps.env.WEBHOOK_TIMEOUT_MS,
+      ...webhookMetrics(deps),
     });
     dispatcher.start();
     await consumeEvents(deps.bus, new EventIngestor(repo, dispatcher, deps.log));

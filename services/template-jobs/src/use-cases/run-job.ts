@@ -113,6 +113,7 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
         // Messaging refused the batch itself (not one send): sending it again cannot succeed.
         ctx.log.error({ jobId, code: err.code, err: err.message }, "template send batch refused");
         await jobsRepository.recordOutcomes(ctx.db, jobId, rows.map((r) => ({ seq: r.seq, state: "failed" as const, messageId: null, errorCode: err.code })));
+        ctx.onRecipients?.("failed", rows.length);
         return true;
       }
       // Unknown outcome (timeout, messaging or Postgres down): the rows stay `sending` and go again with the same keys.
@@ -208,4 +209,5 @@ async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRo
     await jobsRepository.completeIfDone(m, jobId);
   });
   for (const o of outcomes) if (o.messageId && (o.state === "sent" || o.state === "failed")) ctx.finalMessages.add(o.messageId);
+  if (ctx.onRecipients) for (const o of outcomes) ctx.onRecipients(o.state, 1);
 }

@@ -34,6 +34,8 @@ export interface DispatcherOptions {
   global?: number;
   pollMs?: number;
   onDeactivated?: (webhookIds: string[]) => void;
+  /** Called once per finished attempt (metrics): delivered, or failed and retried later, or failed for good. */
+  onAttempt?: (outcome: "delivered" | "retry" | "failed", durationMs: number) => void;
 }
 
 interface Lane {
@@ -217,6 +219,7 @@ export class Dispatcher {
       );
     }
     if (retryInMs !== null) this.wakeAt(retryInMs);
+    this.opts.onAttempt?.(outcome.ok ? "delivered" : retryInMs !== null ? "retry" : "failed", outcome.durationMs);
     this.pendingCompletions.push({
       jobId: job.jobId,
       webhookId: job.webhookId,

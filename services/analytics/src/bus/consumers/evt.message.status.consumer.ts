@@ -71,6 +71,7 @@ export class MessageEventIngestor {
       if (!/not found/i.test((err as Error).message ?? "") && (err as { code?: string }).code !== "404") throw err;
       await bus.jsm.consumers.add(stream, { durable_name: this.durable, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...settings });
     }
+    bus.trackDurable(stream, this.durable);
     const consumer = await bus.js.consumers.get(stream, this.durable);
     const messages = await consumer.consume({ max_messages: Math.min(this.opts.maxAckPending, this.opts.batchMax * 2) });
     this.messages = messages;
@@ -125,6 +126,11 @@ export class MessageEventIngestor {
       }
     }
     const batchNo = this.stats.batches + 1;
+    const started = performance.now();
+    const record = (outcome: "ack" | "retry") => {
+      const seconds = (performance.now() - started) / 1000;
+      for (const m of take) this.opts.bus.recordHandled(this.durable, outcome, m.info.deliveryCount, seconds);
+    };
     try {
       const changed = await this.opts.db.transaction(async (tx) => {
         const n = await applyStatusEvents(tx, events);
@@ -133,12 +139,14 @@ export class MessageEventIngestor {
       });
       await this.opts.hooks?.afterCommit?.(batchNo);
       for (const m of take) m.ack();
+      record("ack");
       this.stats.batches = batchNo;
       this.stats.events += events.length;
       this.stats.changed += changed;
       if (Number.isFinite(oldest)) this.stats.lastLagMs = Date.now() - oldest;
     } catch (err) {
       this.opts.log.warn({ err: (err as Error).message, size: take.length }, "analytics batch failed, will be redelivered");
+      record("retry");
       for (const m of take) {
         try {
           m.nak(redeliveryDelay(m.info.deliveryCount));
@@ -157,6 +165,7 @@ export class MessageEventIngestor {
         headers: { "X-Original-Subject": m.subject, "X-Dead-Letter-Reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500) },
       });
       m.term();
+      this.opts.bus.recordHandled(this.durable, "dead_letter", m.info.deliveryCount, 0);
     } catch {
       m.nak(5_000);
     }
