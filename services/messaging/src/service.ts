@@ -23,7 +23,7 @@ import { MESSAGING_SUBJECTS } from "@platform/contracts";
 
 /** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
 const contexts = new WeakMap<MessagingDeps, MessagingContext>();
-function contextOf(deps: MessagingDeps): MessagingContext {
+export function contextOf(deps: MessagingDeps): MessagingContext {
   let ctx = contexts.get(deps);
   if (!ctx) {
     const provider = createProviderClient({

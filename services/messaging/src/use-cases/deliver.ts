@@ -26,6 +26,9 @@ export const MAX_PACING_WAIT_MS = 2_000;
 
 /** How long one sender owns a pending message: its pacing wait, one provider call and a margin. */
 export const leaseMs = (providerTimeoutMs: number) => MAX_PACING_WAIT_MS + providerTimeoutMs + 2_000;
+/** An attempt calls the provider only while its lease still covers the call's timeout plus this much. */
+export const LEASE_MARGIN_MS = 1_000;
+const LEASE_RAN_OUT = { code: "lease_ran_out", title: "The attempt's lease ran out before the provider call" };
 
 export type AttemptOutcome =
   | { kind: "sent"; message: MessageRow }
@@ -143,6 +146,13 @@ export async function attemptSend(
   }
   if (waitMs > 0) await sleep(waitMs);
 
+  // The lease is what keeps the stalled-send sweep from handing this message to the worker while this attempt runs.
+  // An attempt that reaches the provider too late to finish (a slow or busy process: pacing, event-loop stalls) could
+  // overlap the worker's attempt and send twice: it leaves the message to the worker instead.
+  if (message.lease_until && Date.now() > new Date(message.lease_until).getTime() - ctx.env.PROVIDER_TIMEOUT_MS - LEASE_MARGIN_MS) {
+    ctx.log.warn({ messageId: message.id, attempt }, "lease too short for the provider call; left to the retry worker");
+    return recordTransient(ctx, message, attempt, LEASE_RAN_OUT, opts, 0);
+  }
   const result = await callProvider(ctx, channel, message);
 
   if (result.ok) return recordAccepted(ctx, message, attempt, result.providerMessageId);
