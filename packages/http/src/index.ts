@@ -7,3 +7,4 @@ export * from "./metrics";
 export * from "./health";
 export * from "./service-app";
 export * from "./json-routes";
+export * from "./idempotency";

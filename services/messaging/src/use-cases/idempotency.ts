@@ -1,28 +1,10 @@
-import { createHash } from "node:crypto";
-import { ApiError } from "@platform/http";
+import { answerOf, ApiError, requestHash, type IdempotentAnswer } from "@platform/http";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { idempotencyKeysRepository } from "../db/repositories/idempotency-keys.repository";
 
-export interface Answer {
-  status: number;
-  body: unknown;
-  replayed?: boolean;
-}
-
-/** Key order does not change a JSON body's meaning, so it does not change its hash either. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-export const requestHash = (body: unknown) => createHash("sha256").update(canonical(body)).digest("hex");
+export type Answer = IdempotentAnswer;
+export { requestHash } from "@platform/http";
 
 /**
  * Runs `work` at most once per (organization, Idempotency-Key) within 24 h.
@@ -44,7 +26,7 @@ export async function withIdempotency(
   work: (messageId: string) => Promise<Answer>,
   recover: (messageId: string) => Promise<Answer | undefined>,
 ): Promise<Answer> {
-  if (key === undefined) return runToAnswer(() => work(newId("message")));
+  if (key === undefined) return answerOf(() => work(newId("message")));
   const hash = requestHash(body);
   const claim = await idempotencyKeysRepository.claim(ctx.db, organizationId, key, hash, newId("message"));
   if (!("messageId" in claim)) {
@@ -59,7 +41,7 @@ export async function withIdempotency(
   let answer: Answer;
   try {
     const recovered = claim.takenOver ? await recover(claim.messageId) : undefined;
-    answer = recovered ?? (await runToAnswer(() => work(claim.messageId)));
+    answer = recovered ?? (await answerOf(() => work(claim.messageId)));
   } catch (err) {
     await idempotencyKeysRepository.release(ctx.db, organizationId, key).catch(() => undefined);
     throw err;
@@ -69,12 +51,3 @@ export async function withIdempotency(
   return answer;
 }
 
-/** The work's answer, with an ApiError turned into its envelope so it can be stored and replayed. */
-async function runToAnswer(work: () => Promise<Answer>): Promise<Answer> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof ApiError) return { status: err.status, body: err.toJSON() };
-    throw err;
-  }
-}

@@ -1,28 +1,10 @@
-import { createHash } from "node:crypto";
-import { ApiError } from "@platform/http";
+import { answerOf, ApiError, requestHash, type IdempotentAnswer } from "@platform/http";
 import type { TemplateJobsContext } from "../context";
 import type { Queryable } from "../db/repositories/queryable";
 import { idempotencyKeysRepository } from "../db/repositories/idempotency-keys.repository";
 
-export interface Answer {
-  status: number;
-  body: unknown;
-  replayed?: boolean;
-}
-
-/** Key order does not change a JSON body's meaning, so it does not change its hash either. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value && typeof value === "object") {
-    return `{${Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-export const requestHash = (body: unknown) => createHash("sha256").update(canonical(body)).digest("hex");
+export type Answer = IdempotentAnswer;
+export { requestHash } from "@platform/http";
 
 /**
  * Runs `work` at most once per (organization, Idempotency-Key) within 24 h.
@@ -37,7 +19,7 @@ export async function withIdempotency(
   body: unknown,
   work: (completeWith?: (q: Queryable, answer: Answer) => Promise<void>) => Promise<Answer>,
 ): Promise<Answer> {
-  if (key === undefined) return runToAnswer(() => work());
+  if (key === undefined) return answerOf(() => work());
   const hash = requestHash(body);
   const existing = await idempotencyKeysRepository.claim(ctx.db, organizationId, key, hash);
   if (existing) {
@@ -58,7 +40,7 @@ export async function withIdempotency(
     completed = true;
   };
   try {
-    answer = await runToAnswer(() => work(completeWith));
+    answer = await answerOf(() => work(completeWith));
   } catch (err) {
     await idempotencyKeysRepository.release(ctx.db, organizationId, key).catch(() => undefined);
     throw err;
@@ -68,12 +50,3 @@ export async function withIdempotency(
   return answer;
 }
 
-/** The work's answer, with an ApiError turned into its envelope so it can be stored and replayed. */
-async function runToAnswer(work: () => Promise<Answer>): Promise<Answer> {
-  try {
-    return await work();
-  } catch (err) {
-    if (err instanceof ApiError) return { status: err.status, body: err.toJSON() };
-    throw err;
-  }
-}
