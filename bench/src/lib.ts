@@ -1,4 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
+import { Client } from "pg";
+import { Bus } from "@platform/bus";
+import { newId } from "@platform/id";
+import { createLogger } from "@platform/logging";
+import { startSimulator } from "@platform/provider-simulator";
+import { createTestEnvironment } from "@platform/testing";
 import readline from "node:readline";
 import autocannon from "autocannon";
 import { SERVICE_NODE_ARGS } from "@platform/stack";
@@ -102,4 +109,59 @@ export function cpuReport(before: Record<string, Record<string, number>>, after:
     return `${k} ${Math.round((used / seconds) * 100)}% (${((used / count) * 1000).toFixed(2)} ms/req)`;
   });
   return `CPU by process: ${parts.join(", ")}.`;
+}
+
+/**
+ * Messaging and contacts as their own processes on a fresh database and bus
+ * namespace, the simulator in process, a bus client and a Postgres client,
+ * and one channel of `rate` messages per second: the set-up of the benches
+ * that drive messaging directly (template-yield, throttle-recovery).
+ */
+export async function startMessagingBench(label: string, rate: number) {
+  const env = await createTestEnvironment(label);
+  const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 500_000 });
+  const baseEnv = {
+    ...process.env,
+    DATABASE_URL: env.databaseUrl,
+    NATS_URL: env.natsUrl,
+    BUS_NAMESPACE: env.namespace,
+    INTERNAL_TOKEN: env.internalToken,
+    PORT: "0",
+    LOG_LEVEL: "info",
+  };
+  const root = path.resolve(__dirname, "../..");
+  const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], baseEnv, /listening/);
+  const messaging = await startChild(
+    path.join(root, "services/messaging/dist/index.js"),
+    [],
+    { ...baseEnv, PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "bench-token" },
+    /listening/,
+  );
+  const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: label, log: createLogger("bench", "silent") });
+  const db = new Client({ connectionString: env.databaseUrl });
+  await db.connect();
+  const stop = async () => {
+    await db.end();
+    await bus.close();
+    await stopChild(messaging.child);
+    await stopChild(contacts.child);
+    await sim.close();
+    await env.cleanup();
+  };
+  try {
+    const url = `http://127.0.0.1:${messaging.port}`;
+    const org = newId("organization");
+    const headers = { "x-internal-token": env.internalToken, "x-organization-id": org, "content-type": "application/json" };
+    const chRes = await fetch(`${url}/admin/v1/organizations/${org}/channels`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ name: "bench", phoneNumber: "+14155551000", providerPhoneNumberId: `bench-pn-${env.namespace}`, messagesPerSecond: rate }),
+    });
+    if (chRes.status !== 201) throw new Error(`channel create: ${chRes.status} ${await chRes.text()}`);
+    const channel = (await chRes.json()) as { id: string; providerPhoneNumberId: string };
+    return { env, sim, contacts, messaging, bus, db, url, org, headers, channel, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }

@@ -14,15 +14,9 @@
  * every 50 ms. BENCH_RATE (500) is the channel's messagesPerSecond.
  */
 import { createHash } from "node:crypto";
-import path from "node:path";
-import { Client } from "pg";
-import { Bus } from "@platform/bus";
 import { MESSAGING_RPC, SUBJECTS } from "@platform/contracts";
 import { newId } from "@platform/id";
-import { createLogger } from "@platform/logging";
-import { startSimulator } from "@platform/provider-simulator";
-import { createTestEnvironment } from "@platform/testing";
-import { cpuReport, cpuSeconds, startChild, stopChild } from "./lib";
+import { cpuReport, cpuSeconds, startMessagingBench } from "./lib";
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const BULK_LOOPS = Number(process.env.BENCH_BULK_LOOPS ?? 3);
@@ -33,40 +27,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
 
 export async function run(): Promise<string> {
-  const env = await createTestEnvironment("benchyield");
-  const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 500_000 });
-  const baseEnv = {
-    ...process.env,
-    DATABASE_URL: env.databaseUrl,
-    NATS_URL: env.natsUrl,
-    BUS_NAMESPACE: env.namespace,
-    INTERNAL_TOKEN: env.internalToken,
-    PORT: "0",
-    LOG_LEVEL: "warn",
-  };
-  const root = path.resolve(__dirname, "../..");
-  const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], { ...baseEnv, LOG_LEVEL: "info" }, /listening/);
-  const messaging = await startChild(
-    path.join(root, "services/messaging/dist/index.js"),
-    [],
-    { ...baseEnv, LOG_LEVEL: "info", PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "bench-token" },
-    /listening/,
-  );
-  const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-yield", log: createLogger("bench", "silent") });
-  const db = new Client({ connectionString: env.databaseUrl });
-  await db.connect();
+  const { env, sim, contacts, messaging, bus, db, url, org, headers, channel, stop: teardown } = await startMessagingBench("benchyield", RATE);
   try {
-    const url = `http://127.0.0.1:${messaging.port}`;
-    const org = newId("organization");
-    const headers = { "x-internal-token": env.internalToken, "x-organization-id": org, "content-type": "application/json" };
-    const chRes = await fetch(`${url}/admin/v1/organizations/${org}/channels`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ name: "bench", phoneNumber: "+14155551000", providerPhoneNumberId: `bench-pn-${env.namespace}`, messagesPerSecond: RATE }),
-    });
-    if (chRes.status !== 201) throw new Error(`channel create: ${chRes.status} ${await chRes.text()}`);
-    const channel = (await chRes.json()) as { id: string; providerPhoneNumberId: string };
-
     // Open the single-send recipients' windows the way production does.
     const phones = Array.from({ length: SINGLE_RECIPIENTS }, (_, i) => `+1628${String(3_000_000 + i).padStart(7, "0")}`);
     const body = JSON.stringify({
@@ -175,11 +137,6 @@ export async function run(): Promise<string> {
       `- ${cpuReport(cpuBefore, cpuAfter, PHASE_S, underLoad.latencies.length)}`,
     ].join("\n");
   } finally {
-    await db.end();
-    await bus.close();
-    await stopChild(messaging.child);
-    await stopChild(contacts.child);
-    await sim.close();
-    await env.cleanup();
+    await teardown();
   }
 }

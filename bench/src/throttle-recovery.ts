@@ -11,15 +11,9 @@
  * After 4 s the simulator answers every send with 130429 for 10 s, then
  * accepts again. Real messaging and contacts processes, Postgres, NATS.
  */
-import path from "node:path";
-import { Client } from "pg";
-import { Bus } from "@platform/bus";
 import { MESSAGING_RPC } from "@platform/contracts";
 import { newId } from "@platform/id";
-import { createLogger } from "@platform/logging";
-import { startSimulator } from "@platform/provider-simulator";
-import { createTestEnvironment } from "@platform/testing";
-import { startChild, stopChild } from "./lib";
+import { startMessagingBench } from "./lib";
 
 const RATE = Number(process.env.BENCH_RATE ?? 200);
 const LOOPS = 2;
@@ -30,40 +24,8 @@ const AFTER_S = 20;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function run(): Promise<string> {
-  const env = await createTestEnvironment("benchthrottle");
-  const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 500_000 });
-  const baseEnv = {
-    ...process.env,
-    DATABASE_URL: env.databaseUrl,
-    NATS_URL: env.natsUrl,
-    BUS_NAMESPACE: env.namespace,
-    INTERNAL_TOKEN: env.internalToken,
-    PORT: "0",
-    LOG_LEVEL: "warn",
-  };
-  const root = path.resolve(__dirname, "../..");
-  const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], { ...baseEnv, LOG_LEVEL: "info" }, /listening/);
-  const messaging = await startChild(
-    path.join(root, "services/messaging/dist/index.js"),
-    [],
-    { ...baseEnv, LOG_LEVEL: "info", PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "bench-token" },
-    /listening/,
-  );
-  const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-throttle", log: createLogger("bench", "silent") });
-  const db = new Client({ connectionString: env.databaseUrl });
-  await db.connect();
+  const { sim, messaging, bus, db, org, channel, stop: teardown } = await startMessagingBench("benchthrottle", RATE);
   try {
-    const url = `http://127.0.0.1:${messaging.port}`;
-    const org = newId("organization");
-    const headers = { "x-internal-token": env.internalToken, "x-organization-id": org, "content-type": "application/json" };
-    const chRes = await fetch(`${url}/admin/v1/organizations/${org}/channels`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ name: "bench", phoneNumber: "+14155551000", providerPhoneNumberId: `bench-pn-${env.namespace}`, messagesPerSecond: RATE }),
-    });
-    if (chRes.status !== 201) throw new Error(`channel create: ${chRes.status} ${await chRes.text()}`);
-    const channel = (await chRes.json()) as { id: string };
-
     let stop = false;
     let seq = 0;
     const jobId = newId("job");
@@ -125,11 +87,6 @@ export async function run(): Promise<string> {
       `- messages by status at the end: ${rows.map((r: { status: string; n: number }) => `${r.status}: ${r.n}`).join(", ")}`,
     ].join("\n");
   } finally {
-    await db.end();
-    await bus.close();
-    await stopChild(messaging.child);
-    await stopChild(contacts.child);
-    await sim.close();
-    await env.cleanup();
+    await teardown();
   }
 }
