@@ -11,6 +11,7 @@ export type {
   StatusDelaysMs,
 } from "./simulator";
 export { signBody } from "./webhook-sender";
+export { startSignedWebhookReceiver, type SignedWebhookReceiver } from "./webhook-receiver";
 export { statusesBody, UNDELIVERABLE } from "./payloads";
 export type {
   MessageStatus,

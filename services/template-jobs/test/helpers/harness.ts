@@ -12,15 +12,13 @@
  * message per key, checks opt-outs with the real contacts service and counts
  * provider sends per phone number.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createHash } from "node:crypto";
 import request from "supertest";
 import { Bus, BusUnavailableError, RpcCallError } from "@platform/bus";
 import { eventSubject, MESSAGING_RPC, RPC, SUBJECTS, toProviderDigits, type TemplateSendRequest } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
-import { signBody, startSimulator, type Simulator } from "@platform/provider-simulator";
+import { startSignedWebhookReceiver, startSimulator, type Simulator } from "@platform/provider-simulator";
 import { startService, type RunningService, type ServiceDefinition } from "@platform/service";
 import { collectSubject, createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
 import { definition } from "../../src/service";
@@ -28,37 +26,16 @@ import { definition } from "../../src/service";
 export const APP_SECRET = "test-app-secret";
 export const TEMPLATE_ACCOUNT_ID = "waba_test_1";
 
-async function startProviderWebhookStandIn(bus: Bus): Promise<{ url: string; close(): Promise<void> }> {
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      void (async () => {
-        const raw = Buffer.concat(chunks);
-        const expected = Buffer.from(signBody(raw, APP_SECRET));
-        const given = Buffer.from(String(req.headers["x-hub-signature-256"] ?? ""));
-        if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
-          res.writeHead(401).end();
-          return;
-        }
-        const body = raw.toString("utf8");
-        try {
-          await bus.publish(SUBJECTS.providerInbound.subject, { body, receivedAt: new Date().toISOString() }, {
-            msgId: createHash("sha256").update(body).digest("hex"),
-          });
-          res.writeHead(200).end();
-        } catch {
-          res.writeHead(503).end();
-        }
-      })();
+/**
+ * Stand-in for the gateway's provider side: verifies the provider's signature and stores the raw body on
+ * JetStream exactly as the gateway does, so the simulator's callbacks reach the service the real way.
+ */
+function startProviderWebhookStandIn(bus: Bus) {
+  return startSignedWebhookReceiver(APP_SECRET, async (body) => {
+    await bus.publish(SUBJECTS.providerInbound.subject, { body, receivedAt: new Date().toISOString() }, {
+      msgId: createHash("sha256").update(body).digest("hex"),
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/provider/webhooks`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
 }
 
 /** Messaging's template send responder until the real one is merged (see the file comment). */
