@@ -1,21 +1,15 @@
 /**
  * The world around template-jobs, in this process, against the real Postgres
  * and NATS (own database and bus namespace): the real messaging service
- * (channels, pacing, and — once its branch is merged — the template send
- * responder), the real contacts service (opt-outs), the provider simulator,
- * a stand-in for the gateway's provider webhook (it stores the raw batch on
- * `provider.inbound.v1` exactly as the gateway does), and template-jobs.
- *
- * Until messaging answers `rpc.messaging.template.send.v1`, the harness
- * serves it with `SendTemplatesStandIn` (a real `bus.serve`, a stand-in for
- * an unfinished neighbour as contacts' tests do for channels): it keeps one
- * message per key, checks opt-outs with the real contacts service and counts
- * provider sends per phone number.
+ * (channels, pacing, the template send responder), the real contacts
+ * service (opt-outs), the provider simulator, a stand-in for the gateway's
+ * provider webhook (it stores the raw batch on `provider.inbound.v1` exactly
+ * as the gateway does), and template-jobs.
  */
 import { createHash } from "node:crypto";
 import request from "supertest";
-import { Bus, BusUnavailableError, RpcCallError } from "@platform/bus";
-import { eventSubject, MESSAGING_RPC, RPC, SUBJECTS, toProviderDigits, type TemplateSendRequest } from "@platform/contracts";
+import { Bus } from "@platform/bus";
+import { SUBJECTS, toProviderDigits } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
 import { startSignedWebhookReceiver, startSimulator, type Simulator } from "@platform/provider-simulator";
@@ -38,96 +32,6 @@ function startProviderWebhookStandIn(bus: Bus) {
   });
 }
 
-/** Messaging's template send responder until the real one is merged (see the file comment). */
-export class SendTemplatesStandIn {
-  readonly requests: TemplateSendRequest[] = [];
-  /** Provider sends per E.164 number (a repeated key never sends again). */
-  readonly sendsByPhone = new Map<string, number>();
-  private readonly messages = new Map<string, { messageId: string; outcome: "sent" | "pending" | "failed" }>();
-  /** Numbers whose send is answered `pending`; their `message.sent` follows on the bus shortly after. */
-  readonly pendingPhones = new Set<string>();
-  /** The next N batches fail as an unavailable messaging would (nothing stored, nothing sent). */
-  failBatches = 0;
-  /** The next N batches are stored and sent, then the answer is lost (the caller sees an error). */
-  loseAnswers = 0;
-
-  constructor(private readonly bus: Bus) {}
-
-  serve(): void {
-    this.bus.serve(MESSAGING_RPC.sendTemplates, async (req) => {
-      this.requests.push(req);
-      if (this.failBatches > 0) {
-        this.failBatches--;
-        throw new RpcCallError("SERVICE_UNAVAILABLE", "messaging down", true);
-      }
-      const { optedOut } = await this.bus.request(RPC.checkOptOuts, {
-        organizationId: req.organizationId,
-        messagingChannelId: req.messagingChannelId,
-        phones: req.sends.map((s) => s.phone),
-      });
-      const out = new Set(optedOut);
-      const results = [];
-      for (const send of req.sends) {
-        const key = `${req.organizationId}|${send.key}`;
-        let stored = this.messages.get(key);
-        if (!stored) {
-          if (out.has(send.phone)) {
-            results.push({ key: send.key, outcome: "opted_out" as const, messageId: null, providerMessageId: null });
-            continue;
-          }
-          stored = { messageId: newId("message"), outcome: this.pendingPhones.has(send.phone) ? "pending" : "sent" };
-          this.messages.set(key, stored);
-          this.sendsByPhone.set(send.phone, (this.sendsByPhone.get(send.phone) ?? 0) + 1);
-          if (stored.outcome === "pending") this.finishLater(req, send.phone, stored);
-        }
-        results.push({ key: send.key, outcome: stored.outcome, messageId: stored.messageId, providerMessageId: stored.outcome === "sent" ? `wamid.${stored.messageId}` : null });
-      }
-      if (this.loseAnswers > 0) {
-        this.loseAnswers--;
-        throw new RpcCallError("SERVICE_UNAVAILABLE", "answer lost", true);
-      }
-      return { results };
-    });
-  }
-
-  private finishLater(req: TemplateSendRequest, phone: string, stored: { messageId: string; outcome: string }): void {
-    setTimeout(() => {
-      stored.outcome = "sent";
-      const id = newId("event");
-      void this.bus.publish(
-        eventSubject("message.sent"),
-        {
-          event: "message.sent",
-          timestamp: new Date().toISOString(),
-          organizationId: req.organizationId,
-          data: {
-            id,
-            messageId: stored.messageId,
-            conversationId: newId("conversation"),
-            contactId: newId("contact"),
-            messagingChannelId: req.messagingChannelId,
-            phone,
-            status: "sent",
-            providerMessageId: `wamid.${stored.messageId}`,
-            templateJobId: req.templateJobId,
-          },
-        },
-        { msgId: id },
-      );
-    }, 200);
-  }
-}
-
-/** True when something answers the template send subject (the real messaging responder). */
-async function hasSendTemplatesResponder(bus: Bus): Promise<boolean> {
-  try {
-    await bus.request(MESSAGING_RPC.sendTemplates, {} as never, { timeoutMs: 2_000 });
-    return true;
-  } catch (err) {
-    return !(err instanceof BusUnavailableError);
-  }
-}
-
 export interface Harness {
   env: TestEnvironment;
   bus: Bus;
@@ -135,8 +39,6 @@ export interface Harness {
   messaging: RunningService<unknown>;
   contacts: RunningService<unknown>;
   svc: RunningService<any>;
-  /** The stand-in, or undefined when messaging answers template sends itself. */
-  standIn?: SendTemplatesStandIn;
   events: Awaited<ReturnType<typeof collectSubject>>;
   /** Starts another template-jobs replica (same database and bus). */
   startReplica(extra?: Record<string, string>): Promise<RunningService<any>>;
@@ -169,11 +71,6 @@ export async function startHarness(label = "tj"): Promise<Harness> {
     env.serviceEnv({ PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "test-provider-token", PROVIDER_TIMEOUT_MS: "1500" }),
     { exitOnConfigError: false },
   )) as RunningService<unknown>;
-  let standIn: SendTemplatesStandIn | undefined;
-  if (process.env.TEMPLATE_JOBS_TEST_MESSAGING === "stand-in" || !(await hasSendTemplatesResponder(bus))) {
-    standIn = new SendTemplatesStandIn(bus);
-    standIn.serve();
-  }
   const events = await collectSubject(env.natsUrl, `${env.namespace}.evt.>`);
   const replicas: Array<RunningService<any>> = [];
   const startReplica = async (extra: Record<string, string> = {}) => {
@@ -192,7 +89,6 @@ export async function startHarness(label = "tj"): Promise<Harness> {
     messaging,
     contacts,
     svc: await startReplica(),
-    standIn,
     events,
     startReplica,
     async restart() {
@@ -282,10 +178,8 @@ export async function optOut(h: Harness, organizationId: string, channelId: stri
   if (res.status !== 200) throw new Error(`opt-out: ${res.status} ${JSON.stringify(res.body)}`);
 }
 
-/** Provider sends to one number so far: the stand-in's count, or the simulator's accepted requests with the real messaging. */
+/** Provider sends to one number so far: the simulator's accepted template requests. */
 export function sendsTo(h: Harness, phone: string): number {
-  if (h.standIn) return h.standIn.sendsByPhone.get(phone) ?? 0;
-  const digits = toProviderDigits(phone);
   return templateRequestsTo(h, phone).filter((r) => r.responseStatus === 200).length;
 }
 
