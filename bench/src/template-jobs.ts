@@ -36,6 +36,8 @@ const THROTTLE_PER_HOUR = 36_000;
 const THROTTLE_WINDOW_MS = Number(process.env.BENCH_THROTTLE_WINDOW_MS ?? 60_000);
 const ACCEPT_ONLY = process.env.BENCH_TEMPLATE_ACCEPT_ONLY === "1";
 const ACCEPT_RUNS = Number(process.env.BENCH_TEMPLATE_ACCEPT_RUNS ?? 10);
+/** BENCH_TEMPLATE_ACCEPT_KEY=1: every accept carries a fresh Idempotency-Key (claim, hash of the body, answer stored with the job). */
+const ACCEPT_KEY = process.env.BENCH_TEMPLATE_ACCEPT_KEY === "1";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
 
@@ -295,7 +297,7 @@ async function timeAccepts(target: string, headers: Record<string, string>, bodi
     const body = bodies(i);
     const b = await cpuOf(pids, db);
     const t0 = performance.now();
-    const res = await fetch(target, { method: "POST", headers, body });
+    const res = await fetch(target, { method: "POST", headers: ACCEPT_KEY ? { ...headers, "idempotency-key": `bench-${process.pid}-${Date.now()}-${i}` } : headers, body });
     const text = await res.text();
     times.push(performance.now() - t0);
     if (res.status !== 200) throw new Error(`accept: ${res.status} ${text.slice(0, 300)}`);
@@ -335,7 +337,7 @@ async function acceptOnly(o: {
     const bytes = Buffer.byteLength(bodyOf(0));
     return [
       `Accept only: ${ACCEPT_RUNS} jobs of ${RECIPIENTS.toLocaleString("en")} recipients (${(bytes / 1e6).toFixed(1)} MB body, fresh numbers each, scheduled a day ahead so none runs), ` +
-        `client → gateway → template-jobs, one at a time; reference: a bare express app receiving and JSON.parsing the same bodies.`,
+        `client → gateway → template-jobs, one at a time${ACCEPT_KEY ? ", each with a fresh Idempotency-Key" : ", no Idempotency-Key"}; reference: a bare express app receiving and JSON.parsing the same bodies.`,
       "",
       "| figure | result | target |",
       "|---|---|---|",
