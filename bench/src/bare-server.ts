@@ -1,8 +1,10 @@
 /**
- * Reference servers: `node bare-server.js express|http|insert` prints its port.
+ * Reference servers: `node bare-server.js express|http|insert|parse` prints its port.
  * `express` and `http` answer the gateway benchmark's JSON; `insert` is the
  * messages benchmark's reference, a bare express app that parses the JSON body
- * and does one INSERT per request against the same Postgres (DATABASE_URL).
+ * and does one INSERT per request against the same Postgres (DATABASE_URL);
+ * `parse` is the template-jobs accept reference: a bare express app that
+ * receives a body of up to 16 MB, JSON.parses it and answers its recipient count.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -26,6 +28,13 @@ if (kind === "insert") {
   void pool
     .query(`CREATE TABLE IF NOT EXISTS bare_messages (id text PRIMARY KEY, body jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
     .then(() => server.listen(0, "127.0.0.1"));
+} else if (kind === "parse") {
+  const app = express();
+  app.use(express.json({ limit: "16mb" }));
+  app.post("/api/v1/templates/send", (req, res) => {
+    res.status(200).json({ recipients: Array.isArray(req.body?.recipients) ? req.body.recipients.length : 0 });
+  });
+  server = app.listen(0, "127.0.0.1");
 } else if (kind === "express") {
   const app = express();
   app.get("/api/v1/ping", (_req, res) => {

@@ -10,6 +10,13 @@
  * least 900 recipients sent per second, and never more than 1,000 provider
  * sends on the channel in any second; every service under 250 MB resident;
  * throttle within 2% over a minute; the single sends' p99 under 100 ms.
+ *
+ * BENCH_TEMPLATE_ACCEPT_ONLY=1 measures only the accept: the 50,000-recipient
+ * job posted BENCH_TEMPLATE_ACCEPT_RUNS times (default 10), each a fresh job
+ * of fresh numbers scheduled a day ahead (so no job runs meanwhile), with the
+ * CPU each process spent per accept; and, in the same run, a bare express app
+ * receiving and JSON.parsing the same body (bare-server.ts `parse`), so the
+ * ratio tells the machine's phase from a regression.
  */
 import { createHash } from "node:crypto";
 import { cpus, loadavg } from "node:os";
@@ -21,12 +28,16 @@ import { createLogger } from "@platform/logging";
 import { startSimulator } from "@platform/provider-simulator";
 import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
-import { rssMb, startChild, stopChild } from "./lib";
+import { cpuReport, cpuSeconds, rssMb, startChild, stopChild } from "./lib";
 
 const RECIPIENTS = Number(process.env.BENCH_TEMPLATE_RECIPIENTS ?? 50_000);
 const SINGLES_PER_SECOND = 20;
 const THROTTLE_PER_HOUR = 36_000;
 const THROTTLE_WINDOW_MS = Number(process.env.BENCH_THROTTLE_WINDOW_MS ?? 60_000);
+const ACCEPT_ONLY = process.env.BENCH_TEMPLATE_ACCEPT_ONLY === "1";
+const ACCEPT_RUNS = Number(process.env.BENCH_TEMPLATE_ACCEPT_RUNS ?? 10);
+/** BENCH_TEMPLATE_ACCEPT_KEY=1: every accept carries a fresh Idempotency-Key (claim, hash of the body, answer stored with the job). */
+const ACCEPT_KEY = process.env.BENCH_TEMPLATE_ACCEPT_KEY === "1";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
 
@@ -103,6 +114,9 @@ export async function run(): Promise<string> {
     const template = await post(`/admin/v1/organizations/${org}/templates`, {
       name: "bench_promo", language: "en_US", status: "approved", bodyParameterCount: 1, providerTemplateId: "424242", templateAccountId: "waba_bench",
     });
+    if (ACCEPT_ONLY) {
+      return await acceptOnly({ url, headers, templateId: template.id, channelId: channel.id, pids: { gateway: gateway.child.pid, "template-jobs": templateJobs.child.pid }, peak, db });
+    }
 
     // Single-send recipients need an open service window: provider batches on the bus, as in production.
     const singles = Array.from({ length: 200 }, (_, i) => `+1628${String(3_000_000 + i).padStart(7, "0")}`);
@@ -248,5 +262,95 @@ export async function run(): Promise<string> {
     await stopChild(contacts.child);
     await sim.close();
     await env.cleanup();
+  }
+}
+
+/** The 50,000-recipient body of accept run `i`: fresh numbers each run (no cache helps), one body parameter each. */
+function acceptBody(templateId: string, channelId: string, i: number): string {
+  const recipients = Array.from({ length: RECIPIENTS }, (_, k) => ({ phone: `+1415${String(1_000_000 + ((i * RECIPIENTS + k) % 8_000_000))}`, bodyParameters: [`customer ${k}`] }));
+  return JSON.stringify({ templateId, messagingChannelId: channelId, recipients, scheduledAt: new Date(Date.now() + 86_400_000).toISOString() });
+}
+
+/**
+ * CPU seconds so far of the named processes and of the Postgres backends serving this run's database (not the
+ * whole machine's Postgres: other work shares it), the backends summed under "postgres (this database)".
+ */
+async function cpuOf(pids: Record<string, number | undefined>, db?: Client) {
+  const backends = db
+    ? (await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)).rows.map((r) => r.pid)
+    : [];
+  const raw = await cpuSeconds({ ...pids, ...Object.fromEntries(backends.map((pid) => [`pg ${pid}`, pid])) }, []);
+  const out: Record<string, Record<string, number>> = {};
+  for (const [name, perPid] of Object.entries(raw)) {
+    const key = name.startsWith("pg ") ? "postgres (this database)" : name;
+    out[key] = { ...out[key], ...perPid };
+  }
+  return out;
+}
+
+/** Times `runs` POSTs of fresh bodies to `target` (one at a time), with each process's CPU over them. */
+async function timeAccepts(target: string, headers: Record<string, string>, bodies: (i: number) => string, runs: number, pids: Record<string, number | undefined>, db?: Client) {
+  const times: number[] = [];
+  let before: Record<string, Record<string, number>> = {};
+  let after = before;
+  for (let i = 0; i < runs; i++) {
+    const body = bodies(i);
+    const b = await cpuOf(pids, db);
+    const t0 = performance.now();
+    const res = await fetch(target, { method: "POST", headers: ACCEPT_KEY ? { ...headers, "idempotency-key": `bench-${process.pid}-${Date.now()}-${i}` } : headers, body });
+    const text = await res.text();
+    times.push(performance.now() - t0);
+    if (res.status !== 200) throw new Error(`accept: ${res.status} ${text.slice(0, 300)}`);
+    const a = await cpuOf(pids, db);
+    // Per pid: CPU between the reading before the first accept and the one after the last (backends opened
+    // meanwhile count from their start).
+    for (const [k, perPid] of Object.entries(b)) for (const [pid, v] of Object.entries(perPid)) if (before[k]?.[pid] === undefined) (before[k] ??= {})[pid] = v;
+    after = a;
+  }
+  const total = times.reduce((x, y) => x + y, 0) / 1000;
+  return { sorted: [...times].sort((x, y) => x - y), cpuLine: cpuReport(before, after, total, runs) };
+}
+
+async function acceptOnly(o: {
+  url: string;
+  headers: Record<string, string>;
+  templateId: string;
+  channelId: string;
+  pids: Record<string, number | undefined>;
+  peak: Record<string, number>;
+  db: Client;
+}): Promise<string> {
+  const root = path.resolve(__dirname, "..");
+  const bare = await startChild(path.join(root, "dist/bare-server.js"), ["parse"], process.env);
+  try {
+    const bodyOf = (i: number) => acceptBody(o.templateId, o.channelId, i);
+    const bareUrl = `http://127.0.0.1:${bare.port}/api/v1/templates/send`;
+    // Warm both (JIT, pools) with two accepts each, then measure them alternately in blocks so a load change hits both.
+    await timeAccepts(`${o.url}/api/v1/templates/send`, o.headers, (i) => bodyOf(1000 + i), 2, o.pids, o.db);
+    await timeAccepts(bareUrl, { "content-type": "application/json" }, (i) => bodyOf(2000 + i), 2, { bare: bare.child.pid });
+    const load0 = loadavg()[0];
+    const accepts = await timeAccepts(`${o.url}/api/v1/templates/send`, o.headers, bodyOf, ACCEPT_RUNS, o.pids, o.db);
+    const refs = await timeAccepts(bareUrl, { "content-type": "application/json" }, (i) => bodyOf(3000 + i), ACCEPT_RUNS, { bare: bare.child.pid });
+    const load1 = loadavg()[0];
+    const p50 = percentile(accepts.sorted, 50);
+    const ref50 = percentile(refs.sorted, 50);
+    const bytes = Buffer.byteLength(bodyOf(0));
+    return [
+      `Accept only: ${ACCEPT_RUNS} jobs of ${RECIPIENTS.toLocaleString("en")} recipients (${(bytes / 1e6).toFixed(1)} MB body, fresh numbers each, scheduled a day ahead so none runs), ` +
+        `client → gateway → template-jobs, one at a time${ACCEPT_KEY ? ", each with a fresh Idempotency-Key" : ", no Idempotency-Key"}; reference: a bare express app receiving and JSON.parsing the same bodies.`,
+      "",
+      "| figure | result | target |",
+      "|---|---|---|",
+      `| accept (POST → 200): p50 / max | ${p50.toFixed(0)} / ${accepts.sorted[accepts.sorted.length - 1].toFixed(0)} ms | < 1,000 ms: ${p50 < 1000 ? "met" : "NOT met"} |`,
+      `| reference (bare express, receive + JSON.parse): p50 / max | ${ref50.toFixed(0)} / ${refs.sorted[refs.sorted.length - 1].toFixed(0)} ms | |`,
+      `| ratio accept / reference (p50) | ${(p50 / ref50).toFixed(2)} | |`,
+      "",
+      `Accept ${accepts.cpuLine} (% of the accepts' wall time; ms/req = CPU ms per accept)`,
+      `Reference ${refs.cpuLine}`,
+      `Peak RSS: ${Object.entries(o.peak).map(([k, v]) => `${k} ${v} MB`).join(", ")}.`,
+      `Load average (1 min): ${load0.toFixed(1)} before, ${load1.toFixed(1)} after, on ${cpus().length} CPUs (other work on the machine shares them).`,
+    ].join("\n");
+  } finally {
+    await stopChild(bare.child);
   }
 }

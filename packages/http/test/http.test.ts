@@ -52,6 +52,8 @@ describe("http kit", () => {
     expect(res.body.error.details).to.deep.equal([{ path: "name", message: "must not contain NUL (\\u0000) characters" }]);
     res = await request(app()).post("/things").set(internal).send({ name: "ok", items: [{ n: 1, "k\u0000": 2 }] }).expect(400);
     expect(res.body.error.details[0].path).to.equal("items.0");
+    res = await request(app()).post("/things").set(internal).send({ name: "ok", items: [{ n: 1 }, { tags: ["a", "b\u0000"] }] }).expect(400);
+    expect(res.body.error.details[0].path).to.equal("items.1.tags.1");
     res = await request(app()).get("/things?limit=%00").set(internal).expect(400);
     expect(res.body.error.details[0].path).to.equal("url");
     await request(app()).get("/things/%00").set(internal).expect(400);
