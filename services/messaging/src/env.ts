@@ -9,6 +9,12 @@ export const envShape = {
   PROVIDER_ACCESS_TOKEN: z.string().min(1).default("dev-provider-token"),
   /** Bounds one provider call (connect, answer and body); past it the send is retried in the background. */
   PROVIDER_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /**
+   * A provider call that got no answer in time may still have been accepted: its retry waits at least this long,
+   * so the provider's status callback (it carries our message id) can settle the message first and the customer
+   * is not sent it twice. Answered failures (5xx, 130429) keep the normal backoff.
+   */
+  PROVIDER_UNANSWERED_RETRY_MS: z.coerce.number().int().min(0).max(3_600_000).default(15_000),
   /** A conversation without any message for this long is closed by the sweeper. */
   CONVERSATION_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(86_400_000),
 };

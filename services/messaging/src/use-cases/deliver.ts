@@ -17,6 +17,8 @@ export const RETRY_FOR_MS = 24 * 3_600_000;
  */
 export const THROTTLED_RETRY_MAX_MS = 2_000;
 export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
+/** The provider client's code for a call that got no answer within PROVIDER_TIMEOUT_MS (it may have been accepted). */
+export const UNANSWERED_CODE = "timeout";
 /** The delay before the next attempt after a transient failure with provider code `code`. */
 export const transientRetryDelayMs = (attempt: number, code: string) =>
   code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
@@ -169,6 +171,11 @@ export async function attemptSend(
     await slowDownChannel(ctx.db, channel.id);
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
+  if (result.code === UNANSWERED_CODE) {
+    // The provider may have accepted it: give its status callback time to settle the message before sending again.
+    const delayMs = Math.max(transientRetryDelayMs(attempt, result.code), ctx.env.PROVIDER_UNANSWERED_RETRY_MS);
+    return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts, delayMs);
+  }
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
 }
 
@@ -183,11 +190,12 @@ async function recordTransient(
   attempt: number,
   error: { code: string; title: string },
   opts: { enqueueRetry: boolean },
-  pacedDelayMs?: number,
+  /** When set, the retry comes after exactly this long (a pacing slot's due time, an unanswered call's wait). */
+  fixedDelayMs?: number,
 ): Promise<AttemptOutcome> {
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
   // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
-  const delayMs = pacedDelayMs ?? transientRetryDelayMs(attempt, error.code);
+  const delayMs = fixedDelayMs ?? transientRetryDelayMs(attempt, error.code);
   return ctx.db.transaction(async (tx) => {
     if (giveUp) {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);

@@ -1,0 +1,86 @@
+import { expect } from "chai";
+import { Client } from "pg";
+import { eventually } from "@platform/testing";
+import { api, createChannel, eventsOf, newOrg, providerRequestsFor, receiveInbound, startHarness, uniquePhone, type Harness } from "./helpers/harness";
+
+/**
+ * A provider call that gets no answer within PROVIDER_TIMEOUT_MS may still have been accepted. Its retry waits
+ * PROVIDER_UNANSWERED_RETRY_MS, so the provider's status callback (carrying our message id) settles the message
+ * first and the worker never sends it again; an answered transient failure (5xx) keeps the short backoff.
+ */
+describe("a provider call that gets no answer", () => {
+  let h: Harness;
+  const RETRY_MS = 4_000;
+  before(async function () {
+    this.timeout(60_000);
+    h = await startHarness("msgunanswered", { PROVIDER_TIMEOUT_MS: "1000", PROVIDER_UNANSWERED_RETRY_MS: String(RETRY_MS) });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await h.close();
+  });
+  afterEach(() => h.sim.setMode({ kind: "ok" }));
+
+  /** The message's row: status, the error of the last attempt and the delay chosen for the next one (database clock). */
+  async function retryOf(id: string): Promise<{ status: string; error_code: string | null; delay_ms: number; due_at_ms: number; now_ms: number }> {
+    const c = new Client({ connectionString: h.env.databaseUrl });
+    await c.connect();
+    try {
+      const r = await c.query(
+        `SELECT status, error_code, extract(epoch FROM next_attempt_at - updated_at) * 1000 AS delay_ms,
+                extract(epoch FROM next_attempt_at) * 1000 AS due_at_ms, extract(epoch FROM clock_timestamp()) * 1000 AS now_ms
+           FROM messaging.messages WHERE id = $1`,
+        [id],
+      );
+      const row = r.rows[0];
+      return { status: row.status, error_code: row.error_code, delay_ms: Number(row.delay_ms), due_at_ms: Number(row.due_at_ms), now_ms: Number(row.now_ms) };
+    } finally {
+      await c.end();
+    }
+  }
+
+  async function sendTo(): Promise<{ org: string; id: string }> {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hello" });
+    expect(res.status).to.equal(200);
+    expect(res.body.providerMessageId).to.equal(null);
+    return { org, id: res.body.id };
+  }
+
+  it("waits for the provider's status callback instead of sending again after 1 s", async function () {
+    this.timeout(60_000);
+    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1 }); // answered after the 1 s timeout: accepted all the same
+    const { id } = await sendTo();
+    const decided = await retryOf(id);
+    // Either the retry is scheduled RETRY_MS out, or the provider's callback already settled the message.
+    if (decided.status === "pending") {
+      expect(decided.error_code).to.equal("timeout");
+      expect(decided.delay_ms).to.be.at.least(RETRY_MS - 10);
+    }
+    // The accepted request's callback settles it: sent once, with the provider's id.
+    const sent = await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === id)[0], 30_000);
+    expect(sent.data.providerMessageId).to.be.a("string");
+    // Past the retry's due time (as first decided) the worker finds the message settled and does not call the
+    // provider again. (A slow worker only makes this pass later, never fail: it is a "nothing happened" check.)
+    const dueAt = decided.status === "pending" ? decided.due_at_ms : decided.now_ms;
+    await eventually(async () => (await retryOf(id)).now_ms > dueAt + 1_000, 30_000, 100);
+    expect(providerRequestsFor(h, id)).to.have.length(1);
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === id)).to.have.length(1);
+  });
+
+  it("an answered transient failure (503) keeps the short backoff", async function () {
+    this.timeout(60_000);
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 1 });
+    const { id } = await sendTo();
+    const decided = await retryOf(id);
+    if (decided.status === "pending") {
+      expect(decided.error_code).to.not.equal("timeout");
+      expect(decided.delay_ms).to.be.below(RETRY_MS);
+    }
+    await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === id)[0], 30_000);
+    expect(providerRequestsFor(h, id)).to.have.length(2);
+  });
+});
