@@ -5,6 +5,7 @@ import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consume
 import { RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
+import { JobsOrganizationPage1764100000000 } from "./db/migrations/1764100000000-JobsOrganizationPage";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
 import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
@@ -48,7 +49,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "template_jobs",
   env: envShape,
   entities,
-  migrations: [Initial1764000000000, outboxRequestIdMigration("template_jobs")],
+  migrations: [Initial1764000000000, outboxRequestIdMigration("template_jobs"), JobsOrganizationPage1764100000000],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),
   async start(deps) {
