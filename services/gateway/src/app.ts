@@ -17,6 +17,7 @@ import { registerAdminApiKeys } from "./routes/admin_api_keys";
 import { registerAdminOrganizations } from "./routes/admin_organizations";
 import { registerAdminUsers } from "./routes/admin_users";
 import { registerConsoleApi } from "./routes/console_api";
+import { registerConsoleApp } from "./routes/console_app";
 import { registerConsoleSession, registerConsoleSignOut } from "./routes/console_session";
 import { registerOpenApi } from "./routes/openapi";
 import { registerProviderWebhooks } from "./routes/provider_webhooks";
@@ -138,6 +139,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const publicRouter = express.Router();
   registerOpenApi(publicRouter);
   registerProviderWebhooks(publicRouter, { bus, appSecret: env.PROVIDER_APP_SECRET, verifyToken: env.PROVIDER_VERIFY_TOKEN, log });
+  registerConsoleApp(publicRouter);
   app.use(publicRouter);
 
   // One proxy (one keep-alive pool) per service, shared by its admin and API routes.
