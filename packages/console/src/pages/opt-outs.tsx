@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { get, post, type Channel, type OptOutEntry, type Page } from "../api";
 import { asFailure, Field, FormError, ReadOnlyNote, Section, useCanWrite, useLoad, useSubmit, when } from "../ui";
 import type { ApiFailure } from "../api";
@@ -7,11 +7,12 @@ export function OptOutsPage() {
   const canWrite = useCanWrite();
   const { data: channels } = useLoad(() => get<Page<Channel>>("/channels?limit=100"));
   const channelName = (id: string) => channels?.items.find((c) => c.id === id)?.name ?? id;
-  const [lookedUp, setLookedUp] = useState<string>();
+  // Bumped on every addition, so adding the same number again shows it again.
+  const [lookedUp, setLookedUp] = useState<{ phone: string; n: number }>();
   return (
     <>
       {!canWrite && <ReadOnlyNote />}
-      {canWrite && <AddOptOut channels={channels?.items ?? []} onAdded={(phone) => setLookedUp(phone)} />}
+      {canWrite && <AddOptOut channels={channels?.items ?? []} onAdded={(phone) => setLookedUp((prev) => ({ phone, n: (prev?.n ?? 0) + 1 }))} />}
       <LookUp channelName={channelName} canWrite={canWrite} phone={lookedUp} />
     </>
   );
@@ -54,18 +55,18 @@ function AddOptOut({ channels, onAdded }: { channels: Channel[]; onAdded: (phone
   );
 }
 
-function LookUp({ channelName, canWrite, phone: given }: { channelName: (id: string) => string; canWrite: boolean; phone?: string }) {
+function LookUp({ channelName, canWrite, phone: given }: { channelName: (id: string) => string; canWrite: boolean; phone?: { phone: string; n: number } }) {
   const [phone, setPhone] = useState("");
   const [result, setResult] = useState<{ phone: string; items: OptOutEntry[] }>();
   const [rowError, setRowError] = useState<ApiFailure>();
   const search = (p: string) => get<{ phone: string; items: OptOutEntry[] }>(`/opt-outs?phone=${encodeURIComponent(p)}`).then(setResult);
   const form = useSubmit(() => search(phone), ["phone"]);
-  const [lastGiven, setLastGiven] = useState<string>();
-  if (given && given !== lastGiven) {
-    setLastGiven(given);
-    setPhone(given);
-    void search(given).catch(() => undefined);
-  }
+  useEffect(() => {
+    if (!given) return;
+    setPhone(given.phone);
+    search(given.phone).then(() => setRowError(undefined), (err) => setRowError(asFailure(err)));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [given]);
   return (
     <Section title="Look up a phone number" testId="opt-out-lookup">
       <form onSubmit={form.onSubmit} aria-label="Look up an opt-out" className="inline">
