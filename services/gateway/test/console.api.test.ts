@@ -43,7 +43,8 @@ describe("gateway: console API routes and roles", () => {
     }
   });
 
-  it("forwards service routes to the service's own route for the session's organization, without the cookie or CSRF token", async () => {
+  it("forwards service routes to the service's own route for the session's organization, without the cookie or CSRF token", async function () {
+    this.timeout(60_000); // 34 round trips through the gateway: slow on a loaded machine, not a speed assertion
     const o = await organizationWithUsers(h);
     const cases: Array<[string, string, string]> = [
       ["post", "/console/api/channels", `/admin/v1/organizations/${o.id}/channels`],
