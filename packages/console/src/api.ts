@@ -4,21 +4,13 @@
  * Failures keep the contract's error envelope: `code`, `message` and `details` (field paths) for the forms.
  */
 
-export type Role = "owner" | "admin" | "member";
+// Types only (erased at build: no zod in the bundle), from the one source of truth, packages/contracts.
+import type { z } from "zod";
+import type * as C from "@platform/contracts";
 
-export interface User {
-  id: string;
-  organizationId: string;
-  email: string;
-  role: Role;
-  createdAt: string;
-}
-
-export interface Session {
-  user: User;
-  csrfToken: string;
-  expiresAt: string;
-}
+export type Role = C.ConsoleRole;
+export type User = C.ConsoleUser;
+export type Session = z.infer<typeof C.ConsoleSession>;
 
 export interface ErrorDetail {
   path: string;
@@ -90,7 +82,10 @@ export const post = <T>(path: string, body: unknown = {}) => api<T>("POST", path
 export const patch = <T>(path: string, body: unknown) => api<T>("PATCH", path, body);
 export const del = (path: string) => api<void>("DELETE", path);
 
-/** The spec's event types a webhook may subscribe to (`webhook.test` is never subscribed to). */
+/**
+ * The spec's event types a webhook may subscribe to (`webhook.test` is never subscribed to). Written here rather than
+ * imported (a value import would bundle zod); the type below fails to compile if it misses or adds one.
+ */
 export const SUBSCRIBABLE_EVENTS = [
   "message.received",
   "message.sent",
@@ -101,117 +96,27 @@ export const SUBSCRIBABLE_EVENTS = [
   "conversation.closed",
   "optout.created",
   "template.status_updated",
-] as const;
+] as const satisfies readonly C.SubscribableEventType[];
+type Missing = Exclude<C.SubscribableEventType, (typeof SUBSCRIBABLE_EVENTS)[number]>;
+const everyEvent: [Missing] extends [never] ? true : Missing = true;
+void everyEvent;
 
-export const TEMPLATE_STATUSES = ["pending", "approved", "rejected", "paused", "disabled"] as const;
-export const FINAL_JOB_STATES = ["completed", "cancelled", "failed"];
+export const TEMPLATE_STATUSES = ["pending", "approved", "rejected", "paused", "disabled"] as const satisfies readonly C.TemplateStatus[];
+export const FINAL_JOB_STATES: string[] = ["completed", "cancelled", "failed"] satisfies C.TemplateJobStatus[];
 
-export interface Organization {
-  id: string;
-  name: string;
-  plan: string;
-  rateLimit: { perSecond: number; burst: number };
-  optOutKeywords: string[];
-}
-export interface Channel {
-  id: string;
-  name: string;
-  phoneNumber: string;
-  providerPhoneNumberId: string;
-  connected: boolean;
-  isDefault: boolean;
-  messagesPerSecond: number;
-  createdAt: string;
-}
-export interface ApiKey {
-  id: string;
-  name: string;
-  keyPrefix: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-}
-export interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  active: boolean;
-  consecutiveFailures: number;
-  deactivatedAt: string | null;
-  createdAt: string;
-}
-export interface Delivery {
-  id: string;
-  eventId: string;
-  event: string;
-  attempt: number;
-  createdAt: string;
-  responseStatus: number | null;
-  responseBody: string | null;
-  error: string | null;
-  durationMs: number | null;
-}
-export interface Template {
-  id: string;
-  name: string;
-  language: string;
-  category: string | null;
-  status: string;
-  bodyParameterCount: number;
-  providerTemplateId: string;
-  templateAccountId: string;
-  createdAt: string;
-}
-export interface TemplateJob {
-  id: string;
-  status: string;
-  templateId: string | null;
-  messagingChannelId: string;
-  scheduledFor: string | null;
-  throttlePerHour: number | null;
-  recipients: number;
-  sent: number;
-  failed: number;
-  skipped: number;
-  startedAt: string | null;
-  completedAt: string | null;
-  createdAt: string;
-}
-export interface OptOutEntry {
-  optOutId: string;
-  messagingChannelId: string;
-  phone: string;
-  active: boolean;
-  source: string;
-  keyword: string | null;
-  reason: string | null;
-  createdAt: string;
-  revokedAt: string | null;
-}
-export interface Conversation {
-  id: string;
-  contactId: string;
-  messagingChannelId: string;
-  phone: string;
-  status: string;
-  openedAt: string;
-  closedAt: string | null;
-  lastMessageAt: string;
-}
-export interface Analytics {
-  period: { start: string; end: string };
-  outboundMessages: {
-    total: number;
-    counts: Record<string, number>;
-    deliveryRate: number;
-    readRate: number;
-    failureRate: number;
-  };
-}
-export interface PendingInvitation {
-  id: string;
-  email: string;
-  role: Role;
-  createdAt: string;
-  expiresAt: string;
-}
+export type Organization = C.Organization;
+export type Channel = C.Channel;
+export type ApiKey = z.infer<typeof C.ApiKeySummary>;
+export type CreatedApiKey = z.infer<typeof C.CreatedApiKey>;
+export type Webhook = z.infer<typeof C.Webhook>;
+export type CreatedWebhook = z.infer<typeof C.CreatedWebhook>;
+export type WebhookTestResult = z.infer<typeof C.WebhookTestResult>;
+export type Delivery = z.infer<typeof C.WebhookDelivery>;
+export type Template = C.Template;
+export type TemplateJob = C.TemplateJob;
+export type OptOutEntry = C.OptOutEntry;
+export type OptOutLookup = C.OptOutLookup;
+export type Conversation = C.Conversation;
+export type Analytics = z.infer<typeof C.AnalyticsResult>;
+export type PendingInvitation = z.infer<typeof C.PendingInvitation>;
+export type CreatedInvitation = z.infer<typeof C.CreatedInvitation>;

@@ -15,7 +15,7 @@ import { WebhooksPage } from "./pages/webhooks";
 import { navigate, SessionContext, usePath } from "./ui";
 import "./styles.css";
 
-const PAGES: Array<{ path: string; label: string; page: () => React.JSX.Element; ownerOnly?: boolean }> = [
+const PAGES: Array<{ path: string; label: string; page: () => React.JSX.Element }> = [
   { path: "/console/settings", label: "Organization", page: SettingsPage },
   { path: "/console/channels", label: "Channels", page: ChannelsPage },
   { path: "/console/api-keys", label: "API keys", page: ApiKeysPage },

@@ -1,14 +1,14 @@
 import { useState } from "react";
-import { del, get, post, type ApiKey, type Page } from "../api";
+import { del, get, post, type ApiKey, type CreatedApiKey, type Page } from "../api";
 import { Field, FormError, LoadError, ReadOnlyNote, Section, ShownOnce, useCanWrite, useLoad, useSubmit, when } from "../ui";
 
 export function ApiKeysPage() {
   const canWrite = useCanWrite();
   const { data, error, reload } = useLoad(() => get<Page<ApiKey>>("/api-keys?limit=100"));
   const [name, setName] = useState("");
-  const [created, setCreated] = useState<{ name: string; key: string }>();
+  const [created, setCreated] = useState<CreatedApiKey>();
   const form = useSubmit(async () => {
-    const key = await post<{ name: string; key: string }>("/api-keys", { name });
+    const key = await post<CreatedApiKey>("/api-keys", { name });
     setCreated(key);
     setName("");
     await reload();

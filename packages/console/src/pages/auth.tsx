@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { post, type Session } from "../api";
+import { post, type Session, type User } from "../api";
 import { Field, FormError, navigate, useSubmit } from "../ui";
 
 export function SignInPage({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
@@ -32,7 +32,7 @@ export function AcceptInvitationPage() {
   const [password, setPassword] = useState("");
   const [done, setDone] = useState<string>();
   const form = useSubmit(async () => {
-    const user = await post<{ email: string }>("/invitations/accept", { token, password });
+    const user = await post<User>("/invitations/accept", { token, password });
     setDone(user.email);
   }, ["token", "password"]);
   if (done) {

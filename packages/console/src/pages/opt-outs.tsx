@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { get, post, type Channel, type OptOutEntry, type Page } from "../api";
+import { get, post, type Channel, type OptOutLookup, type Page } from "../api";
 import { asFailure, Field, FormError, ReadOnlyNote, Section, useCanWrite, useLoad, useSubmit, when } from "../ui";
 import type { ApiFailure } from "../api";
 
@@ -57,9 +57,9 @@ function AddOptOut({ channels, onAdded }: { channels: Channel[]; onAdded: (phone
 
 function LookUp({ channelName, canWrite, phone: given }: { channelName: (id: string) => string; canWrite: boolean; phone?: { phone: string; n: number } }) {
   const [phone, setPhone] = useState("");
-  const [result, setResult] = useState<{ phone: string; items: OptOutEntry[] }>();
+  const [result, setResult] = useState<OptOutLookup>();
   const [rowError, setRowError] = useState<ApiFailure>();
-  const search = (p: string) => get<{ phone: string; items: OptOutEntry[] }>(`/opt-outs?phone=${encodeURIComponent(p)}`).then(setResult);
+  const search = (p: string) => get<OptOutLookup>(`/opt-outs?phone=${encodeURIComponent(p)}`).then(setResult);
   const form = useSubmit(() => search(phone), ["phone"]);
   useEffect(() => {
     if (!given) return;

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { del, get, patch, post, type PendingInvitation, type User } from "../api";
+import { del, get, patch, post, type CreatedInvitation, type PendingInvitation, type User } from "../api";
 import { asFailure, Field, FormError, LoadError, Section, ShownOnce, useIsOwner, useLoad, useSession, useSubmit, when } from "../ui";
 import type { ApiFailure } from "../api";
 
@@ -75,7 +75,7 @@ function Invite({ onDone }: { onDone: () => Promise<void> }) {
   const [role, setRole] = useState("member");
   const [link, setLink] = useState<{ email: string; url: string }>();
   const form = useSubmit(async () => {
-    const inv = await post<{ email: string; token: string }>("/invitations", { email, role });
+    const inv = await post<CreatedInvitation>("/invitations", { email, role });
     setLink({ email: inv.email, url: `${window.location.origin}/console/accept#token=${inv.token}` });
     setEmail("");
     await onDone();

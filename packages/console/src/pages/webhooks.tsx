@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { del, get, patch, post, SUBSCRIBABLE_EVENTS, type Delivery, type Page, type Webhook } from "../api";
+import { del, get, patch, post, SUBSCRIBABLE_EVENTS, type CreatedWebhook, type Delivery, type Page, type Webhook, type WebhookTestResult } from "../api";
 import { asFailure, Field, FormError, LoadError, ReadOnlyNote, Section, ShownOnce, useCanWrite, useLoad, useSubmit, when } from "../ui";
 import type { ApiFailure } from "../api";
 
@@ -25,9 +25,9 @@ export function WebhooksPage() {
 function CreateWebhook({ onDone }: { onDone: () => Promise<void> }) {
   const [url, setUrl] = useState("");
   const [events, setEvents] = useState<string[]>([]);
-  const [created, setCreated] = useState<{ url: string; secret: string }>();
+  const [created, setCreated] = useState<CreatedWebhook>();
   const form = useSubmit(async () => {
-    const w = await post<{ url: string; secret: string }>("/webhooks", { url, events });
+    const w = await post<CreatedWebhook>("/webhooks", { url, events });
     setCreated(w);
     setUrl("");
     setEvents([]);
@@ -71,7 +71,7 @@ function CreateWebhook({ onDone }: { onDone: () => Promise<void> }) {
 
 function WebhookCard({ webhook, canWrite, onChange }: { webhook: Webhook; canWrite: boolean; onChange: () => Promise<void> }) {
   const [showLog, setShowLog] = useState(false);
-  const [test, setTest] = useState<{ delivered: boolean; responseStatus: number | null; durationMs: number }>();
+  const [test, setTest] = useState<WebhookTestResult>();
   const [failure, setFailure] = useState<ApiFailure>();
   const [logVersion, setLogVersion] = useState(0);
   const act = async (fn: () => Promise<unknown>) => {
@@ -100,7 +100,7 @@ function WebhookCard({ webhook, canWrite, onChange }: { webhook: Webhook; canWri
             type="button"
             onClick={() =>
               act(async () => {
-                setTest(await post(`/webhooks/${webhook.id}/test`));
+                setTest(await post<WebhookTestResult>(`/webhooks/${webhook.id}/test`));
                 setLogVersion((v) => v + 1);
               })
             }
