@@ -114,6 +114,7 @@ export type WebhookTestResult = z.infer<typeof C.WebhookTestResult>;
 export type Delivery = z.infer<typeof C.WebhookDelivery>;
 export type Template = C.Template;
 export type TemplateJob = C.TemplateJob;
+export type TemplateJobList = C.TemplateJobList;
 export type OptOutEntry = C.OptOutEntry;
 export type OptOutLookup = C.OptOutLookup;
 export type Conversation = C.Conversation;

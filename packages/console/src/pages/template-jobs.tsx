@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { FINAL_JOB_STATES, get, post, type Channel, type Page, type Template, type TemplateJob } from "../api";
+import { FINAL_JOB_STATES, get, post, type Channel, type Page, type Template, type TemplateJobList } from "../api";
 import { asFailure, Field, FormError, LoadError, ReadOnlyNote, Section, useCanWrite, useLoad, useSubmit, when } from "../ui";
 import type { ApiFailure } from "../api";
 
@@ -8,7 +8,7 @@ const POLL_MS = 1_500;
 
 export function TemplateJobsPage() {
   const canWrite = useCanWrite();
-  const { data, error, reload } = useLoad(() => get<Page<TemplateJob>>("/template-jobs?limit=50"));
+  const { data, error, reload } = useLoad(() => get<TemplateJobList>("/template-jobs?limit=50"));
   const [rowError, setRowError] = useState<ApiFailure>();
   const live = data?.items.some((j) => !FINAL_JOB_STATES.includes(j.status)) ?? false;
   useEffect(() => {

@@ -1,4 +1,4 @@
-import { RPC, type PageQuery, type TemplateJob, type TemplateSendJobRequest } from "@platform/contracts";
+import { RPC, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
 import { BusUnavailableError, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
@@ -131,7 +131,7 @@ const isJobCursor = (p: unknown): p is JobCursor => {
 const jobCursorCodec = (internalToken: string) => new CursorCodec<JobCursor>(`template-jobs:${internalToken}`, "template-jobs.v1");
 
 /** The organization's jobs with their progress, newest first; the keyset cursor is bound to the organization. */
-export async function listJobs(ctx: TemplateJobsContext, organizationId: string, query: PageQuery): Promise<{ items: TemplateJob[]; nextCursor?: string }> {
+export async function listJobs(ctx: TemplateJobsContext, organizationId: string, query: PageQuery): Promise<TemplateJobList> {
   const codec = jobCursorCodec(ctx.env.INTERNAL_TOKEN);
   const before = query.cursor === undefined ? null : codec.decode(query.cursor, (x): x is JobCursor => isJobCursor(x) && x.o === organizationId).i;
   const rows = await jobsRepository.pageNewestFirst(ctx.db, organizationId, before, query.limit + 1);
