@@ -19,6 +19,7 @@ npm prune --omit=dev --no-audit --no-fund >/dev/null
 cp package.json package-lock.json "$out/"
 for dir in packages/* services/*; do
   case "$dir" in packages/testing | packages/deploy-check) continue ;; esac # test helpers only
+  case "$dir" in packages/console) continue ;; esac # bundled into the gateway's dist/public/console at its build
   [ -f "$dir/package.json" ] && [ -d "$dir/dist" ] || continue
   mkdir -p "$out/$dir"
   cp "$dir/package.json" "$out/$dir/"

@@ -147,6 +147,9 @@ describe("e2e: console API", function () {
       ["/console/api/channels?limit=100", b.ids.channelId],
       ["/console/api/webhooks?limit=100", b.ids.webhookId],
       ["/console/api/templates?limit=100", b.ids.templateId],
+      ["/console/api/template-jobs?limit=100", b.ids.jobId],
+      // Both organizations opted this number out on their own channel: B sees its own record only.
+      ["/console/api/opt-outs?phone=%2B15550002222", b.ids.channelId],
       ["/console/api/conversations?limit=100", ""],
       ["/console/api/contacts?limit=100", ""],
       [`/console/api/analytics?startDate=${encodeURIComponent(new Date(Date.now() - 3600_000).toISOString())}&endDate=${encodeURIComponent(new Date().toISOString())}`, ""],

@@ -87,6 +87,26 @@ export const ManualOptOutRequest = z.object({
   reason: z.string().max(500).optional(),
 });
 
+/** `GET /admin/v1/organizations/{orgId}/opt-outs?phone=` (the console's look-up, issue 15). */
+export const OptOutLookupQuery = z.object({ phone: PhoneInput });
+/** The phone's opt-out record on one channel (one record per channel and phone, revoked and reactivated in place). */
+export const OptOutEntry = z.object({
+  optOutId: z.string(),
+  messagingChannelId: z.string(),
+  phone: z.string(),
+  active: z.boolean(),
+  source: z.enum(["keyword", "api", "manual"]),
+  keyword: z.string().nullable(),
+  reason: z.string().nullable(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  revokedAt: Timestamp.nullable(),
+});
+export type OptOutEntry = z.infer<typeof OptOutEntry>;
+/** Every channel's record for the phone (active first, then by channel); empty when the number never opted out. */
+export const OptOutLookup = z.object({ phone: z.string(), items: z.array(OptOutEntry) });
+export type OptOutLookup = z.infer<typeof OptOutLookup>;
+
 export const CreateWebhookRequest = z.object({
   url: z.string().min(1).max(2048),
   events: z.array(SubscribableEventType).min(1),

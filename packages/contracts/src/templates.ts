@@ -106,3 +106,6 @@ export const TemplateJob = z
   })
   .meta({ id: "TemplateSendJob" });
 export type TemplateJob = z.infer<typeof TemplateJob>;
+/** `GET /admin/v1/organizations/{orgId}/template-jobs` (the console's list, newest first; not an /api/v1 operation). */
+export const TemplateJobList = page(TemplateJob, "TemplateJobList");
+export type TemplateJobList = z.infer<typeof TemplateJobList>;

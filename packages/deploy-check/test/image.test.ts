@@ -106,6 +106,10 @@ describe("the image's file list (infra/image-files.sh) builds and starts", funct
       }
     }
     expect(existsSync(path.join(app, "packages/testing"))).to.equal(false);
+    // The console: the gateway's copy of its build only; its bundled libraries and build tools stay out.
+    expect(existsSync(path.join(app, "services/gateway/dist/public/console/index.html"))).to.equal(true);
+    expect(existsSync(path.join(app, "packages/console"))).to.equal(false);
+    for (const bundled of ["react", "react-dom", "chart.js", "vite", "@platform/console"]) expect(existsSync(path.join(app, "node_modules", bundled)), bundled).to.equal(false);
     const mb = duSize(app) / 1024 / 1024;
     console.log(`      image file list: ${mb.toFixed(1)} MB under /app (${services.length} services)`);
   });

@@ -9,6 +9,7 @@ import { entities } from "./db/entities";
 import { CreateContactsSchema1763760000000 } from "./db/migrations/1763760000000-CreateContactsSchema";
 import { envShape } from "./env";
 import { adminOptOutsCreate } from "./routes/admin_opt-outs_create";
+import { adminOptOutsLookup } from "./routes/admin_opt-outs_lookup";
 import { v1ContactsList } from "./routes/v1_contacts_list";
 import { v1OptOutsCreate } from "./routes/v1_opt-outs_create";
 import { createContext, SCHEMA } from "./use-cases/context";
@@ -30,6 +31,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     v1ContactsList(router, ctx);
     v1OptOutsCreate(router, ctx);
     adminOptOutsCreate(router, ctx);
+    adminOptOutsLookup(router, ctx);
     return router;
   },
   async start(deps) {

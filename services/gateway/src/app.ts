@@ -17,6 +17,7 @@ import { registerAdminApiKeys } from "./routes/admin_api_keys";
 import { registerAdminOrganizations } from "./routes/admin_organizations";
 import { registerAdminUsers } from "./routes/admin_users";
 import { registerConsoleApi } from "./routes/console_api";
+import { registerConsoleApp } from "./routes/console_app";
 import { registerConsoleSession, registerConsoleSignOut } from "./routes/console_session";
 import { registerOpenApi } from "./routes/openapi";
 import { registerProviderWebhooks } from "./routes/provider_webhooks";
@@ -53,7 +54,7 @@ export interface Gateway {
 const ROUTES: Array<{ service: keyof GatewayEnv & `${string}_URL`; name: string; api: string[]; admin: string[] }> = [
   { service: "MESSAGING_URL", name: "messaging", api: ["/messages", "/conversations"], admin: ["channels"] },
   { service: "CONTACTS_URL", name: "contacts", api: ["/contacts", "/opt-outs"], admin: ["opt-outs"] },
-  { service: "TEMPLATE_JOBS_URL", name: "template-jobs", api: ["/templates"], admin: ["templates"] },
+  { service: "TEMPLATE_JOBS_URL", name: "template-jobs", api: ["/templates"], admin: ["templates", "template-jobs"] },
   { service: "ANALYTICS_URL", name: "analytics", api: ["/analytics"], admin: [] },
   { service: "WEBHOOK_DISPATCHER_URL", name: "webhook-dispatcher", api: [], admin: ["webhooks"] },
 ];
@@ -63,16 +64,27 @@ const ROUTES: Array<{ service: keyof GatewayEnv & `${string}_URL`; name: string;
  * /api/v1 route for the session's organization (path built from it, organization header set from it).
  * More specific prefixes first.
  */
-export const CONSOLE_PROXIED: Array<{ prefix: string; service: string; upstream: (orgId: string) => string }> = [
+export const CONSOLE_PROXIED: Array<{
+  prefix: string;
+  service: string;
+  upstream: (orgId: string) => string;
+  /** A plain `GET {prefix}` (the list) goes here instead, when the service lists them on another route. */
+  list?: (orgId: string) => string;
+}> = [
   { prefix: "/channels", service: "messaging", upstream: (o) => `/admin/v1/organizations/${o}/channels` },
   { prefix: "/webhooks", service: "webhook-dispatcher", upstream: (o) => `/admin/v1/organizations/${o}/webhooks` },
   { prefix: "/templates", service: "template-jobs", upstream: (o) => `/admin/v1/organizations/${o}/templates` },
-  { prefix: "/template-jobs", service: "template-jobs", upstream: () => "/api/v1/templates/send" },
+  /** Jobs by id (get, cancel) and creation: the /api/v1 routes; the list (newest first, with progress): the admin route. */
+  {
+    prefix: "/template-jobs",
+    service: "template-jobs",
+    upstream: () => "/api/v1/templates/send",
+    list: (o) => `/admin/v1/organizations/${o}/template-jobs`,
+  },
   /** `{action: "clear" | "set", messagingChannelId, phone}`: the /api/v1 opt-out route. */
   { prefix: "/opt-outs/actions", service: "contacts", upstream: () => "/api/v1/opt-outs" },
-  /** Added by hand: source `manual`. */
+  /** Added by hand (POST, source `manual`); `GET ?phone=` looks the number up on every channel. */
   { prefix: "/opt-outs", service: "contacts", upstream: (o) => `/admin/v1/organizations/${o}/opt-outs` },
-  /** Contacts with their opt-out state (`isOptedOut`): the console's opt-out look-up until contacts has one by phone. */
   { prefix: "/contacts", service: "contacts", upstream: () => "/api/v1/contacts" },
   { prefix: "/conversations", service: "messaging", upstream: () => "/api/v1/conversations" },
   { prefix: "/analytics", service: "analytics", upstream: () => "/api/v1/analytics" },
@@ -127,6 +139,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const publicRouter = express.Router();
   registerOpenApi(publicRouter);
   registerProviderWebhooks(publicRouter, { bus, appSecret: env.PROVIDER_APP_SECRET, verifyToken: env.PROVIDER_VERIFY_TOKEN, log });
+  registerConsoleApp(publicRouter);
   app.use(publicRouter);
 
   // One proxy (one keep-alive pool) per service, shared by its admin and API routes.
@@ -165,7 +178,9 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const rest = req.url === "/" ? "" : req.url.startsWith("/?") ? req.url.slice(1) : req.url;
       // The path's organization is the session's alone: no dot segment or encoded separator may climb out of it.
       if (DOT_SEGMENT.test(rest.split("?")[0])) throw ApiError.notFound("Route");
-      req.originalUrl = route.upstream(res.locals.organizationId as string) + rest;
+      const orgId = res.locals.organizationId as string;
+      const isList = req.method === "GET" && (rest === "" || rest.startsWith("?"));
+      req.originalUrl = (isList && route.list ? route.list(orgId) : route.upstream(orgId)) + rest;
       proxy(req, res, next);
     });
   }

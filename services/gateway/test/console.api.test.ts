@@ -43,7 +43,8 @@ describe("gateway: console API routes and roles", () => {
     }
   });
 
-  it("forwards service routes to the service's own route for the session's organization, without the cookie or CSRF token", async () => {
+  it("forwards service routes to the service's own route for the session's organization, without the cookie or CSRF token", async function () {
+    this.timeout(60_000); // 34 round trips through the gateway: slow on a loaded machine, not a speed assertion
     const o = await organizationWithUsers(h);
     const cases: Array<[string, string, string]> = [
       ["post", "/console/api/channels", `/admin/v1/organizations/${o.id}/channels`],
@@ -54,6 +55,10 @@ describe("gateway: console API routes and roles", () => {
       ["get", "/console/api/templates", `/admin/v1/organizations/${o.id}/templates`],
       ["post", "/console/api/opt-outs", `/admin/v1/organizations/${o.id}/opt-outs`],
       ["post", "/console/api/opt-outs/actions", `/api/v1/opt-outs`],
+      ["get", "/console/api/opt-outs?phone=%2B15550100001", `/admin/v1/organizations/${o.id}/opt-outs?phone=%2B15550100001`],
+      ["get", "/console/api/template-jobs", `/admin/v1/organizations/${o.id}/template-jobs`],
+      ["get", "/console/api/template-jobs?limit=5&cursor=c", `/admin/v1/organizations/${o.id}/template-jobs?limit=5&cursor=c`],
+      ["post", "/console/api/template-jobs", `/api/v1/templates/send`],
       ["get", "/console/api/template-jobs/job_1", `/api/v1/templates/send/job_1`],
       ["post", "/console/api/template-jobs/job_1/cancel", `/api/v1/templates/send/job_1/cancel`],
       ["get", "/console/api/conversations?limit=5", `/api/v1/conversations?limit=5`],

@@ -6,6 +6,7 @@ import { RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./co
 import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { RecipientsWithoutForeignKey1764100000000 } from "./db/migrations/1764100000000-RecipientsWithoutForeignKey";
+import { JobsOrganizationPage1764200000000 } from "./db/migrations/1764200000000-JobsOrganizationPage";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
 import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
@@ -49,7 +50,12 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "template_jobs",
   env: envShape,
   entities,
-  migrations: [Initial1764000000000, outboxRequestIdMigration("template_jobs"), RecipientsWithoutForeignKey1764100000000],
+  migrations: [
+    Initial1764000000000,
+    outboxRequestIdMigration("template_jobs"),
+    RecipientsWithoutForeignKey1764100000000,
+    JobsOrganizationPage1764200000000,
+  ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),
   async start(deps) {

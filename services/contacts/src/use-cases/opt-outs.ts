@@ -1,5 +1,5 @@
 import { domainEvent, enqueue } from "@platform/bus";
-import type { OptOutState } from "@platform/contracts";
+import type { OptOutLookup, OptOutState } from "@platform/contracts";
 import { iso } from "@platform/db";
 import type { EntityManager } from "typeorm";
 import type { OptOutSource } from "../db/entities/opt-out.entity";
@@ -76,4 +76,24 @@ export async function checkOptOuts(
 ): Promise<{ optedOut: string[] }> {
   const phones = [...new Set(req.phones)];
   return { optedOut: await ctx.optOuts.activeAmong(req.organizationId, req.messagingChannelId, phones) };
+}
+
+/** The console's look-up: the phone's record on every channel of the organization (active or revoked). */
+export async function lookUpOptOuts(ctx: ContactsContext, organizationId: string, phone: string): Promise<OptOutLookup> {
+  const rows = await ctx.optOuts.byPhone(organizationId, phone);
+  return {
+    phone,
+    items: rows.map((r) => ({
+      optOutId: r.id,
+      messagingChannelId: r.messaging_channel_id,
+      phone: r.phone,
+      active: r.active,
+      source: r.source,
+      keyword: r.keyword,
+      reason: r.reason,
+      createdAt: iso(r.created_at)!,
+      updatedAt: iso(r.updated_at)!,
+      revokedAt: iso(r.revoked_at),
+    })),
+  };
 }

@@ -4,6 +4,7 @@ import type { TemplateJobsContext } from "../context";
 import { adminTemplatesCreate } from "./admin_templates_create";
 import { adminTemplatesList } from "./admin_templates_list";
 import { adminTemplatesUpdate } from "./admin_templates_update";
+import { adminTemplateJobsList } from "./admin_template-jobs_list";
 import { v1TemplatesList } from "./v1_templates_list";
 import { v1TemplatesSend } from "./v1_templates_send";
 import { v1TemplatesSendCancel } from "./v1_templates_send_cancel";
@@ -35,5 +36,6 @@ export function buildRoutes(ctx: TemplateJobsContext): Router {
   adminTemplatesCreate(router, ctx);
   adminTemplatesList(router, ctx);
   adminTemplatesUpdate(router, ctx);
+  adminTemplateJobsList(router, ctx);
   return router;
 }

@@ -1,7 +1,7 @@
-import { RPC, type TemplateJob, type TemplateSendJobRequest } from "@platform/contracts";
+import { RPC, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
 import { BusUnavailableError, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
-import { ApiError, type ErrorDetail } from "@platform/http";
+import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
 import { newId } from "@platform/id";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
@@ -118,6 +118,27 @@ export async function getJob(ctx: TemplateJobsContext, organizationId: string, j
   const row = await jobsRepository.byId(ctx.db, organizationId, jobId);
   if (!row) throw new ApiError("NOT_FOUND", "Template send job not found");
   return toJob(row);
+}
+
+interface JobCursor {
+  o: string;
+  i: string;
+}
+const isJobCursor = (p: unknown): p is JobCursor => {
+  const v = p as Partial<JobCursor> | null;
+  return typeof v === "object" && v !== null && typeof v.o === "string" && typeof v.i === "string";
+};
+const jobCursorCodec = (internalToken: string) => new CursorCodec<JobCursor>(`template-jobs:${internalToken}`, "template-jobs.v1");
+
+/** The organization's jobs with their progress, newest first; the keyset cursor is bound to the organization. */
+export async function listJobs(ctx: TemplateJobsContext, organizationId: string, query: PageQuery): Promise<TemplateJobList> {
+  const codec = jobCursorCodec(ctx.env.INTERNAL_TOKEN);
+  const before = query.cursor === undefined ? null : codec.decode(query.cursor, (x): x is JobCursor => isJobCursor(x) && x.o === organizationId).i;
+  const rows = await jobsRepository.pageNewestFirst(ctx.db, organizationId, before, query.limit + 1);
+  const more = rows.length > query.limit;
+  const items = (more ? rows.slice(0, query.limit) : rows).map(toJob);
+  const last = items[items.length - 1];
+  return { items, ...(more && last ? { nextCursor: codec.encode({ o: organizationId, i: last.id }) } : {}) };
 }
 
 /** Cancels a job: the runner stops at its next batch; an already final job is answered unchanged. */

@@ -18,6 +18,20 @@ interface RawOptOut {
 }
 const toRecord = (r: RawOptOut): OptOutRecord => ({ id: r.id, active: r.active, revokedAt: r.revoked_at, reason: r.reason });
 
+/** A whole opt-out row as the look-up reads it. */
+export interface RawOptOutRow {
+  id: string;
+  messaging_channel_id: string;
+  phone: string;
+  active: boolean;
+  source: OptOutSource;
+  keyword: string | null;
+  reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+  revoked_at: Date | null;
+}
+
 export interface OptOutKey {
   organizationId: string;
   messagingChannelId: string;
@@ -81,6 +95,16 @@ export class OptOutsRepository {
       [key.organizationId, key.messagingChannelId, key.phone],
     );
     return rows[0] ? toRecord(rows[0]) : null;
+  }
+
+  /** Every channel's record for one phone of the organization (the console's look-up), active first. */
+  async byPhone(organizationId: string, phone: string): Promise<RawOptOutRow[]> {
+    return this.db.query(
+      `SELECT id, messaging_channel_id, phone, active, source, keyword, reason, created_at, updated_at, revoked_at
+       FROM contacts.opt_outs WHERE organization_id = $1 AND phone = $2
+       ORDER BY active DESC, messaging_channel_id`,
+      [organizationId, phone],
+    );
   }
 
   /** Which of `phones` have an active opt-out on the channel: one query whatever the count. */

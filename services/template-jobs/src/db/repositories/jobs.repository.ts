@@ -80,6 +80,13 @@ export const jobsRepository = {
     return rows[0] ?? null;
   },
 
+  /** One page of the organization's jobs, newest first (ids are ULIDs: their order is creation order). */
+  async pageNewestFirst(q: Queryable, organizationId: string, beforeId: string | null, limit: number): Promise<JobRow[]> {
+    return beforeId
+      ? run<JobRow>(q, `SELECT * FROM ${SCHEMA}.jobs WHERE organization_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`, [organizationId, beforeId, limit])
+      : run<JobRow>(q, `SELECT * FROM ${SCHEMA}.jobs WHERE organization_id = $1 ORDER BY id DESC LIMIT $2`, [organizationId, limit]);
+  },
+
   /** Cancels an unfinished job; returns the job as it now is (unchanged when already final). */
   async cancel(q: Queryable, organizationId: string, id: string): Promise<JobRow | null> {
     const rows = await run<JobRow>(
