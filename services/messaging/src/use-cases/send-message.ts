@@ -3,7 +3,6 @@ import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { messagesRepository } from "../db/repositories/messages.repository";
-import { resolveContact } from "./contacts";
 import { attemptSend, leaseMs } from "./deliver";
 
 export { SERVICE_WINDOW_MS } from "./send-lookups";
@@ -39,7 +38,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   let contactId = ctx.contactIds.get(organizationId, phone);
   if (!contactId) {
     try {
-      contactId = await resolveContact(ctx.bus, { organizationId, phone });
+      contactId = await ctx.contactResolver.resolve(organizationId, phone);
     } catch {
       throw ApiError.unavailable("The contacts service is unavailable; nothing was sent; retry later");
     }
