@@ -65,6 +65,11 @@ export class ContactResolver {
     }, 1_000, 2);
   }
 
+  /** Requests made so far (for tests and metrics). */
+  get requests(): number {
+    return this.batcher.batches;
+  }
+
   resolve(organizationId: string, phone: string): Promise<string> {
     return this.batcher.submit(organizationId, phone);
   }

@@ -54,6 +54,11 @@ export class SendLookups {
     );
   }
 
+  /** Queries run for channels and windows not in memory (for tests and metrics). */
+  get queries(): number {
+    return this.reads.batches;
+  }
+
   async forSend(organizationId: string, channelId: string | undefined, phone: string): Promise<SendLookup | undefined> {
     const now = Date.now();
     const channelKey = `${organizationId}|${channelId ?? ""}`;
