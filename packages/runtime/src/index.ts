@@ -93,37 +93,54 @@ interface Pending<In, Out> {
  * busy one pays one round trip per batch instead of one per call. Every batch
  * starts after its callers arrived, so it sees what they saw committed.
  * `run` answers one result per item, in order.
+ *
+ * `maxInFlight` (default 1) lets that many batches of one key be in flight at
+ * once: calls arriving while one is in flight start the next batch at the end
+ * of their turn instead of waiting for the first to finish. Worth it where a
+ * round trip is long next to the work it carries (a bus request to another
+ * process): a request then waits for at most its own batch, not for the one
+ * before it too. Results still go to each batch's own callers.
  */
 export class Batcher<In, Out> {
-  private readonly queues = new Map<string, { waiting: Array<Pending<In, Out>>; running: boolean }>();
+  private readonly queues = new Map<string, { waiting: Array<Pending<In, Out>>; running: number; scheduled: boolean }>();
   /** Batches run so far (for tests and metrics). */
   batches = 0;
 
   constructor(
     private readonly run: (key: string, items: In[]) => Promise<Out[]>,
     private readonly maxBatch = 500,
+    private readonly maxInFlight = 1,
   ) {}
 
   submit(key: string, item: In): Promise<Out> {
     let queue = this.queues.get(key);
     if (!queue) {
-      queue = { waiting: [], running: false };
+      queue = { waiting: [], running: 0, scheduled: false };
       this.queues.set(key, queue);
     }
     const result = new Promise<Out>((resolve, reject) => queue!.waiting.push({ item, resolve, reject }));
-    if (!queue.running) {
-      queue.running = true;
-      const started = queue;
-      setImmediate(() => void this.drain(key, started));
-    }
+    this.schedule(key, queue);
     return result;
   }
 
-  private async drain(key: string, queue: { waiting: Array<Pending<In, Out>>; running: boolean }): Promise<void> {
+  /** Starts a drain loop at the end of this turn when fewer than `maxInFlight` are running and none is about to start. */
+  private schedule(key: string, queue: { waiting: Array<Pending<In, Out>>; running: number; scheduled: boolean }): void {
+    if (queue.scheduled || queue.running >= this.maxInFlight) return;
+    queue.scheduled = true;
+    queue.running++;
+    setImmediate(() => {
+      queue.scheduled = false;
+      void this.drain(key, queue);
+    });
+  }
+
+  private async drain(key: string, queue: { waiting: Array<Pending<In, Out>>; running: number; scheduled: boolean }): Promise<void> {
     try {
       while (queue.waiting.length > 0) {
         const batch = queue.waiting.splice(0, this.maxBatch);
         this.batches++;
+        // More than one batch waiting: another loop may take it (only below maxInFlight).
+        if (queue.waiting.length > 0) this.schedule(key, queue);
         try {
           const results = await this.run(key, batch.map((p) => p.item));
           batch.forEach((p, i) => p.resolve(results[i]));
@@ -132,8 +149,8 @@ export class Batcher<In, Out> {
         }
       }
     } finally {
-      queue.running = false;
-      if (queue.waiting.length === 0) this.queues.delete(key);
+      queue.running--;
+      if (queue.running === 0 && !queue.scheduled && queue.waiting.length === 0) this.queues.delete(key);
     }
   }
 }

@@ -63,6 +63,47 @@ describe("Batcher", () => {
     expect(batcher.batches).to.equal(3);
   });
 
+  it("with maxInFlight 2, calls arriving while a batch is in flight start a second batch at once, never a third", async () => {
+    const seen: number[][] = [];
+    const gates: Array<() => void> = [];
+    let inFlight = 0;
+    let most = 0;
+    const batcher = new Batcher<number, number>(
+      async (_key, items) => {
+        seen.push(items);
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await new Promise<void>((r) => gates.push(r));
+        inFlight--;
+        return items.map((n) => n * 2);
+      },
+      500,
+      2,
+    );
+    const turn = () => new Promise((r) => setImmediate(r));
+    const first = batcher.submit("k", 1);
+    await turn();
+    expect(seen).to.deep.equal([[1]]);
+    // The first is in flight (held by its gate): the next call does not wait for it.
+    const second = [2, 3].map((n) => batcher.submit("k", n));
+    await turn();
+    expect(seen).to.deep.equal([[1], [2, 3]]);
+    // Two in flight: later calls wait, together, for one of them to finish.
+    const third = [4, 5].map((n) => batcher.submit("k", n));
+    await turn();
+    await turn();
+    expect(seen).to.have.length(2);
+    gates[0]();
+    expect(await first).to.equal(2);
+    while (seen.length < 3) await turn();
+    expect(seen[2]).to.deep.equal([4, 5]);
+    gates[1]();
+    gates[2]();
+    expect(await Promise.all([...second, ...third])).to.deep.equal([4, 6, 8, 10]);
+    expect(most).to.equal(2);
+    expect(batcher.batches).to.equal(3);
+  });
+
   it("rejects every call of a failed batch, and keeps working", async () => {
     let fail = true;
     const batcher = new Batcher<number, number>(async (_key, items) => {

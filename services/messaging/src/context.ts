@@ -4,7 +4,7 @@ import type { Logger } from "@platform/logging";
 import type { ProviderClient } from "@platform/provider-client";
 import type { ServiceDeps, ServiceEnv } from "@platform/service";
 import type { envShape } from "./env";
-import type { OptOutChecker } from "./use-cases/contacts";
+import type { ContactResolver, OptOutChecker } from "./use-cases/contacts";
 import type { SendWrites } from "./use-cases/send-writes";
 import type { BulkPacer, ChannelPacer } from "./use-cases/pacing";
 import type { SendLookups } from "./use-cases/send-lookups";
@@ -26,6 +26,8 @@ export interface MessagingContext {
   /** Bulk (template) reservations, one loop per channel for every batch in flight. */
   bulkPacer: BulkPacer;
   optOuts: OptOutChecker;
+  /** Contacts of first sends to a phone, resolved together (resolve-many). */
+  contactResolver: ContactResolver;
   /** Concurrent sends' stores (with pacing slots) and sent marks: one statement and one commit per batch. */
   writes: SendWrites;
   /** Provider acceptances still being recorded because the database refused their sent mark. */

@@ -3,8 +3,9 @@ import { MESSAGING_SUBJECTS } from "@platform/contracts";
 import { startService } from "@platform/service";
 import { eventually } from "@platform/testing";
 import { newId } from "@platform/id";
-import { definition, reservePacingSlots } from "../src/service";
+import { contextOf, definition, reservePacingSlots } from "../src/service";
 import { messageStatusEvent } from "../src/use-cases/events";
+import { sendMessage } from "../src/use-cases/send-message";
 import { SendWrites } from "../src/use-cases/send-writes";
 import {
   api,
@@ -24,6 +25,29 @@ describe("POST /api/v1/messages (happy paths)", () => {
   before(async function () {
     this.timeout(60_000);
     h = await sharedHarness();
+  });
+
+  it("concurrent first sends to new numbers share one contacts request and one channel/window query", async function () {
+    this.timeout(60_000);
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phones = Array.from({ length: 12 }, () => uniquePhone());
+    for (const phone of phones) await receiveInbound(h, channel, phone);
+    const ctx = contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps);
+    const [contactRequests, lookupQueries] = [ctx.contactResolver.requests, ctx.lookups.queries];
+    // All in one event-loop turn (the use case itself, as the route calls it): none of these numbers has a cached
+    // contact or window, nor the new organization a cached channel.
+    const answers = await Promise.all(phones.map((to) => sendMessage(ctx, org, { to, text: "first" })));
+    for (const [k, res] of answers.entries()) {
+      expect(res.status).to.equal(200);
+      // Each its own contact, the one the contacts service has for the number.
+      expect(res.body.contactId).to.equal((await h.contacts.contactOf(org, phones[k]))!.id);
+      expect(providerRequestsFor(h, res.body.id)).to.have.length(1);
+    }
+    expect(new Set(answers.map((r) => r.body.contactId)).size).to.equal(12);
+    // One round trip for the batch of concurrent sends, not one per number.
+    expect(ctx.contactResolver.requests - contactRequests).to.equal(1);
+    expect(ctx.lookups.queries - lookupQueries).to.equal(1);
   });
 
   it("sends a text: exact provider body, answer with ids, message.sent once", async () => {

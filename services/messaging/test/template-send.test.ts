@@ -4,8 +4,8 @@ import { RpcCallError } from "@platform/bus";
 import { MESSAGING_RPC, type TemplateSendRequest } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { eventually } from "@platform/testing";
-import { BULK_HORIZON_MS, BulkPacer, reservePacingSlot } from "../src/service";
-import { api, createChannel, eventsOf, newOrg, providerRequestsFor, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
+import { BULK_HORIZON_MS, BulkPacer, contextOf, reservePacingSlot, reservePacingSlots } from "../src/service";
+import { api, createChannel, eventsOf, newOrg, providerRequestsFor, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 describe("template sends (rpc.messaging.template.send.v1)", () => {
   let h: Harness;
@@ -227,15 +227,70 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
     expect(got.map((g) => g.length)).to.deep.equal([60, 60]);
     // The first batch is served before the second gets anything (a reservation may serve the end of one and the start of the next).
     expect(order.indexOf(1)).to.be.at.least(order.lastIndexOf(0));
-    // 120 slots at 1 ms each, at least half a horizon (10 slots) per reservation after the first: at most 12 round trips for both.
-    expect(pacer.roundTrips).to.be.at.most(1 + Math.ceil((120 - BULK_HORIZON_MS) / (BULK_HORIZON_MS / 2)));
+    // 120 slots at 1 ms each: the first reservation takes up to a horizon of them (only the first batch's 60 when the
+    // second asked after it went out), each later one at least half a horizon: a few round trips for both, not one loop each.
+    expect(pacer.roundTrips).to.be.at.most(1 + Math.ceil((120 - Math.min(60, BULK_HORIZON_MS)) / (BULK_HORIZON_MS / 2)));
+  });
+
+  it("a single send takes the earliest bulk slot held in its process; the bulk send gets the single's slot, and no slot is added", async () => {
+    // 10 per second and a horizon of 5 s: one reservation grants all 20 bulk slots, 100 ms apart (the first now).
+    const channel = await createChannel(h, newOrg(), { messagesPerSecond: 10 });
+    const pacer = new BulkPacer(db(), 5_000);
+    const released: number[] = [];
+    const holds: Array<Promise<void>> = [];
+    const offsets: number[] = [];
+    await pacer.take(channel.id, 20, Date.now() + 20_000, (granted) => {
+      for (const offset of granted) {
+        const k = offsets.push(offset) - 1;
+        holds.push(pacer.hold(channel.id, offset).then(() => void released.push(k)));
+      }
+    });
+    expect(offsets).to.have.length(20);
+    // The single send's own slot, after all of them (reserved on the same row, as the store statement does).
+    const single = (await reservePacingSlots(db(), channel.id, 1))!;
+    expect(single.firstInMs).to.be.greaterThan(offsets[19] - 100);
+    const before = [...released];
+    const wait = pacer.yieldTo(channel.id, single.firstInMs);
+    expect(pacer.swaps).to.equal(1);
+    // It now waits for the earliest bulk slot not yet started, not for its own, later one.
+    const taken = offsets.findIndex((_, k) => k > 0 && !before.includes(k));
+    expect(taken).to.be.greaterThan(0);
+    expect(wait).to.be.lessThan(single.firstInMs);
+    // The bulk send of that slot goes last, in the single's slot; every other one keeps its order. 20 bulk sends + 1 single = 21 slots, as reserved.
+    await Promise.all(holds);
+    expect(released).to.have.length(20);
+    expect(released[19]).to.equal(taken);
+    expect(released.slice(0, 19)).to.deep.equal(Array.from({ length: 20 }, (_, k) => k).filter((k) => k !== taken));
+    // Nothing left to take: a later single send keeps its own slot.
+    expect(pacer.yieldTo(channel.id, 500)).to.equal(500);
+  });
+
+  it("a single send during a template batch goes before the batch's held sends (same process)", async function () {
+    this.timeout(30_000);
+    const org = newOrg();
+    const channel = await createChannel(h, org, { messagesPerSecond: 20 });
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    // 60 sends at 20 per second: the batch holds slots for three seconds.
+    const req = batch(org, channel.id, Array.from({ length: 60 }, () => ({})));
+    const inFlight = send(req);
+    await eventually(() => requestsTo(req.sends[0].phone).length > 0, 10_000, 5);
+    const ctx = contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps);
+    const swapsBefore = ctx.bulkPacer.swaps;
+    const res = await api(h, org).post("/api/v1/messages").send({ messagingChannelId: channel.id, to: phone, text: "reply" });
+    expect(res.status).to.equal(200);
+    // Its slot came from the batch's held ones (the channel's rate is unchanged: the batch's send takes the single's slot).
+    expect(ctx.bulkPacer.swaps).to.be.greaterThan(swapsBefore);
+    const { results } = await inFlight;
+    for (const r of results) expect(r.outcome).to.be.oneOf(["sent", "pending"]);
   });
 
   it("a batch without a slot before its deadline gets the rest back (for the worker)", async () => {
-    const channel = await createChannel(h, newOrg(), { messagesPerSecond: 10 });
+    // Slower than one slot per horizon: the first slot now, the next one 1,000 / 5 = 200 ms later, past the 50 ms deadline.
+    expect(1000 / 5).to.be.greaterThan(BULK_HORIZON_MS);
+    const channel = await createChannel(h, newOrg(), { messagesPerSecond: 5 });
     const pacer = new BulkPacer(db());
     const got: number[] = [];
-    // 10 per second: the first slot now, the next one 100 ms later, past the 50 ms deadline.
     const left = await pacer.take(channel.id, 5, Date.now() + 50, (offsets) => got.push(...offsets));
     expect(await pacer.take(channel.id, 0, Date.now() + 50, () => expect.fail("nothing to grant"))).to.equal(0);
     expect(got).to.have.length(1);

@@ -12,6 +12,12 @@ export const envShape = {
   SEND_BATCH_TIMEOUT_MS: z.coerce.number().int().min(500).max(600_000).default(60_000),
   /** Largest batch of sends asked of messaging at once (smaller on slow channels: about one second of the channel's rate). */
   SEND_BATCH_MAX: z.coerce.number().int().min(1).max(1_000).default(500),
+  /**
+   * Send batches of one job in flight at once: while some are paced and sent by messaging, the next is claimed, checked
+   * and stored, so the channel's bulk slots never wait for a batch (with 2, a loaded machine left the channel idle
+   * between batches).
+   */
+  SEND_PIPELINE: z.coerce.number().int().min(1).max(8).default(3),
   /** Bound of the contacts opt-out check and the messaging channel lookup. */
   RPC_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
 };

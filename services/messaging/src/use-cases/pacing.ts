@@ -42,10 +42,15 @@ export async function reservePacingSlots(
 /**
  * How far past now bulk (template) reservations may push the channel's `tat`.
  * A single send reserves normally, from `max(tat, now)`, so it never queues
- * behind more than this much of bulk slots (plus one interval): bulk sends
- * yield to single sends (ADR 0003, "Sharing the rate").
+ * behind more than this much of bulk slots (plus one interval), and on the
+ * replica holding those bulk slots it takes the earliest of them instead
+ * (`BulkPacer.yieldTo`): bulk sends yield to single sends (ADR 0003, "Sharing
+ * the rate"). Wide enough that the reservation loop, asking again when half of
+ * it is left, does not leave the channel idle when its process is late by a
+ * few tens of milliseconds (20 ms lost about a third of the channel's time on
+ * a busy machine).
  */
-export const BULK_HORIZON_MS = 20;
+export const BULK_HORIZON_MS = 100;
 
 export interface BulkReservation {
   /** Slots granted (0 when the horizon is full). */
@@ -55,6 +60,8 @@ export interface BulkReservation {
   intervalMs: number;
   /** When to ask again for the rest: the horizon will have room for about half its width (ms from now). */
   retryInMs: number;
+  /** How far the channel's timeline had fallen behind now when asked (ms; 0 when `tat` was ahead): time nobody sent in. */
+  idleMs: number;
 }
 
 /**
@@ -65,12 +72,12 @@ export interface BulkReservation {
  * interval as single sends: the channel's total never exceeds its rate.
  */
 export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n: number, horizonMs = BULK_HORIZON_MS): Promise<BulkReservation | undefined> {
-  const rows = await runPrepared<{ granted: number; first_ms: number; interval_ms: number; end_ms: number }>(
+  const rows = await runPrepared<{ granted: number; first_ms: number; interval_ms: number; end_ms: number; idle_ms: number }>(
     q,
     "reserveBulkPacingSlots",
     `WITH t AS (SELECT clock_timestamp() AS now
      ), cur AS (
-       SELECT p.channel_id, t.now, greatest(p.tat, t.now) AS start,
+       SELECT p.channel_id, t.now, greatest(p.tat, t.now) AS start, greatest(0, extract(epoch FROM (t.now - p.tat)) * 1000)::float8 AS idle_ms,
          (1.0 / ${currentRateSql("p", "t.now")})::float8 AS interval_s
        FROM ${SCHEMA}.channel_pacing p, t WHERE p.channel_id = $1 FOR UPDATE OF p
      ), k AS (
@@ -79,7 +86,7 @@ export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n:
      UPDATE ${SCHEMA}.channel_pacing p SET tat = k.start + k.k * k.interval_s * interval '1 second'
      FROM k WHERE p.channel_id = k.channel_id
      RETURNING k.k AS granted, (extract(epoch FROM (k.start - k.now)) * 1000)::float8 AS first_ms, (k.interval_s * 1000)::float8 AS interval_ms,
-       (extract(epoch FROM (p.tat - k.now)) * 1000)::float8 AS end_ms`,
+       (extract(epoch FROM (p.tat - k.now)) * 1000)::float8 AS end_ms, k.idle_ms`,
     [channelId, n, horizonMs],
   );
   const r = rows[0];
@@ -89,7 +96,16 @@ export async function reserveBulkPacingSlots(q: Queryable, channelId: string, n:
     firstInMs: Math.max(0, r.first_ms),
     intervalMs: r.interval_ms,
     retryInMs: Math.max(1, Math.ceil(r.end_ms - horizonMs / 2)),
+    idleMs: r.idle_ms,
   };
+}
+
+/** A granted bulk slot a send of this process is waiting for (see `BulkPacer.hold` and `yieldTo`). */
+interface HeldSlot {
+  /** When it starts, local epoch ms. */
+  at: number;
+  timer: NodeJS.Timeout | undefined;
+  release: () => void;
 }
 
 interface BulkDemand {
@@ -112,6 +128,20 @@ export class BulkPacer {
   private readonly queues = new Map<string, BulkDemand[]>();
   /** Reservation statements run so far (for tests and metrics). */
   roundTrips = 0;
+  /** Slots granted so far. */
+  granted = 0;
+  /**
+   * Channel time lost while this process had bulk demand waiting: the loop
+   * asked again only after the timeline had already run past its last slot
+   * (a late timer, a slow round trip), ms summed over channels.
+   */
+  lateMs = 0;
+  /** Channel time that had passed unused when a loop started (no bulk demand here before), ms summed over channels. */
+  gapMs = 0;
+  /** Single sends that took a held bulk slot (`yieldTo`). */
+  swaps = 0;
+  /** Granted bulk slots not yet started, per channel, earliest first. */
+  private readonly held = new Map<string, HeldSlot[]>();
 
   constructor(private readonly q: Queryable, private readonly horizonMs = BULK_HORIZON_MS) {}
 
@@ -137,12 +167,68 @@ export class BulkPacer {
     });
   }
 
+  /**
+   * Waits for a granted bulk slot `offsetMs` from now. Until it starts, a
+   * single send of this process may take it and leave its own, later slot in
+   * exchange (`yieldTo`): the bulk send then waits for that one.
+   */
+  hold(channelId: string, offsetMs: number): Promise<void> {
+    if (offsetMs <= 0) return Promise.resolve();
+    return new Promise<void>((release) => {
+      const slot: HeldSlot = { at: Date.now() + offsetMs, timer: undefined, release };
+      this.arm(channelId, slot);
+    });
+  }
+
+  /**
+   * Single sends go first (ADR 0003, "Sharing the rate"): a single send whose
+   * slot is `waitMs` from now takes the earliest bulk slot of this process on
+   * the channel that starts before it, and that bulk send gets the single
+   * send's slot. Both slots were reserved on the channel's row, so the
+   * channel's timeline, and its rate, are unchanged; only who sends in which
+   * slot changes. Answers how long the single send waits now.
+   */
+  yieldTo(channelId: string, waitMs: number): number {
+    const slots = this.held.get(channelId);
+    const now = Date.now();
+    const mine = now + waitMs;
+    if (!slots || slots.length === 0 || slots[0].at >= mine - 0.5) return waitMs;
+    const earliest = slots.shift()!;
+    clearTimeout(earliest.timer);
+    const taken = earliest.at;
+    earliest.at = mine;
+    this.arm(channelId, earliest);
+    this.swaps++;
+    return Math.max(0, taken - now);
+  }
+
+  /** Puts a held slot in its channel's list (by start) and sets its timer. */
+  private arm(channelId: string, slot: HeldSlot): void {
+    let slots = this.held.get(channelId);
+    if (!slots) this.held.set(channelId, (slots = []));
+    let i = slots.length;
+    while (i > 0 && slots[i - 1].at > slot.at) i--;
+    slots.splice(i, 0, slot);
+    slot.timer = setTimeout(() => {
+      const list = this.held.get(channelId);
+      const k = list ? list.indexOf(slot) : -1;
+      if (k >= 0) list!.splice(k, 1);
+      if (list && list.length === 0) this.held.delete(channelId);
+      slot.release();
+    }, Math.max(0, slot.at - Date.now()));
+  }
+
   private async run(channelId: string): Promise<void> {
     const queue = this.queues.get(channelId)!;
-    while (queue.length > 0) {
+    for (let first = true; queue.length > 0; first = false) {
       const total = queue.reduce((sum, d) => sum + d.remaining, 0);
       this.roundTrips++;
       const r = await reserveBulkPacingSlots(this.q, channelId, total, this.horizonMs);
+      if (r) {
+        this.granted += r.granted;
+        if (first) this.gapMs += Math.min(r.idleMs, 60_000);
+        else this.lateMs += r.idleMs;
+      }
       if (!r) {
         // No pacing row (the channel is gone): nothing to wait for.
         for (const d of queue.splice(0)) {

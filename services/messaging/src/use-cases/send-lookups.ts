@@ -1,3 +1,4 @@
+import { Batcher } from "@platform/runtime";
 import type { ChannelRow } from "../db/repositories/channels.repository";
 import { channelsRepository } from "../db/repositories/channels.repository";
 import type { Queryable } from "../db/repositories/queryable";
@@ -20,16 +21,43 @@ export type SendLookup = { channel: ChannelRow; windowOpen: boolean };
  *   window only ever moves forward (a newer inbound message), so the cached
  *   value can only close too early, never wrongly stay open, and a closed or
  *   unknown window is always read from the database.
+ * What is not in memory is read for the concurrent sends of one
+ * (organization, channel) together (`Batcher`, two in flight): ONE query for
+ * the channel and the windows of all their phones. Before, each phone's first
+ * send ran a query of its own, and a burst of sends to new numbers held the
+ * hot statements' few connections. Each query starts after its callers
+ * arrived, so it sees every window committed before they were received.
  */
 export class SendLookups {
   private channels = new Map<string, { row: ChannelRow; expiresAt: number }>();
   private windows = new Map<string, number>();
+  private readonly reads: Batcher<string, (ChannelRow & { last_inbound_at: Date | null }) | undefined>;
 
   constructor(
     private readonly db: Queryable,
     private readonly channelTtlMs = 5_000,
     private readonly maxWindows = 100_000,
-  ) {}
+  ) {
+    this.reads = new Batcher(
+      async (key, phones) => {
+        const sep = key.indexOf("|");
+        const organizationId = key.slice(0, sep);
+        const channelId = key.slice(sep + 1) || undefined;
+        const rows = await channelsRepository.findForSendMany(this.db, organizationId, channelId, [...new Set(phones)]);
+        if (rows.length === 0) return phones.map(() => undefined);
+        const { window_phone: _p, last_inbound_at: _l, ...channel } = rows[0];
+        const windows = new Map(rows.filter((r) => r.window_phone !== null).map((r) => [r.window_phone!, r.last_inbound_at]));
+        return phones.map((phone) => ({ ...(channel as ChannelRow), last_inbound_at: windows.get(phone) ?? null }));
+      },
+      500,
+      2,
+    );
+  }
+
+  /** Queries run for channels and windows not in memory (for tests and metrics). */
+  get queries(): number {
+    return this.reads.batches;
+  }
 
   async forSend(organizationId: string, channelId: string | undefined, phone: string): Promise<SendLookup | undefined> {
     const now = Date.now();
@@ -39,7 +67,7 @@ export class SendLookups {
       const lastInbound = this.windows.get(`${cached.row.id}|${phone}`);
       if (lastInbound !== undefined && now - lastInbound <= SERVICE_WINDOW_MS) return { channel: cached.row, windowOpen: true };
     }
-    const row = await channelsRepository.findForSend(this.db, organizationId, channelId, phone);
+    const row = await this.reads.submit(channelKey, phone);
     if (!row) return undefined;
     const { last_inbound_at: lastInboundAt, ...channel } = row;
     this.channels.set(channelKey, { row: channel, expiresAt: now + this.channelTtlMs });

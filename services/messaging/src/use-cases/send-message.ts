@@ -3,8 +3,7 @@ import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
 import { messagesRepository } from "../db/repositories/messages.repository";
-import { resolveContact } from "./contacts";
-import { attemptSend, leaseMs } from "./deliver";
+import { attemptSend, leaseMs, MAX_PACING_WAIT_MS } from "./deliver";
 
 export { SERVICE_WINDOW_MS } from "./send-lookups";
 
@@ -39,7 +38,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   let contactId = ctx.contactIds.get(organizationId, phone);
   if (!contactId) {
     try {
-      contactId = await resolveContact(ctx.bus, { organizationId, phone });
+      contactId = await ctx.contactResolver.resolve(organizationId, phone);
     } catch {
       throw ApiError.unavailable("The contacts service is unavailable; nothing was sent; retry later");
     }
@@ -59,7 +58,10 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   const base = { id: stored.id, conversationId: stored.conversation_id, contactId };
   let outcome;
   try {
-    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs });
+    // Single sends go before this process's bulk (template) sends on the channel: take the earliest bulk slot held here, if
+    // any starts before ours (ADR 0003). Beyond the wait a request may take, the send goes to the worker as it is.
+    const waitMs = paceWaitMs <= MAX_PACING_WAIT_MS ? ctx.bulkPacer.yieldTo(channel.id, paceWaitMs) : paceWaitMs;
+    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs: waitMs });
   } catch (err) {
     // The message and its work item are stored: the worker sends it once this attempt's lease ends.
     ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; left to the retry worker");

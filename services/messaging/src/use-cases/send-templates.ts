@@ -169,7 +169,8 @@ async function sendPaced(
     for (const paceWaitMs of offsets) {
       const { key, message } = stored[next++];
       sends.push(
-        attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: Math.max(0, paceWaitMs) }).then(
+        // Held, not slept: a single send of this process may take this slot and leave us its later one (yieldTo).
+        ctx.bulkPacer.hold(channel.id, paceWaitMs).then(() => attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: 0 })).then(
           (outcome) => outcomeOfAttempt(key, message, outcome),
           (err: Error) => {
             // Stored and leased: the stalled-send sweep hands it to the worker once the lease ends.

@@ -46,9 +46,10 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
       const rows = await jobsRepository.recipientsBySeq(ctx.db, jobId, leftover.slice(i, i + batchSize));
       await round(run, jobId, rows);
     }
-    // Then pending recipients, with up to PIPELINE batches in flight. Throttled jobs send one recipient per
+    // Then pending recipients, with up to SEND_PIPELINE batches in flight (the next batches are claimed and stored while
+    // earlier ones are paced and sent). Throttled jobs send one recipient per
     // slot; several lanes wait for consecutive slots, so one send's round trips never delay the next slot.
-    const lanes = throttled ? THROTTLE_LANES : PIPELINE;
+    const lanes = throttled ? THROTTLE_LANES : ctx.env.SEND_PIPELINE;
     await Promise.all(
       Array.from({ length: lanes }, async () => {
         while (!run.stopped) {
@@ -65,8 +66,6 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
   }
 }
 
-/** Batches in flight per job: the next batch is claimed and stored while the previous one is being paced and sent. */
-const PIPELINE = 2;
 const THROTTLE_LANES = 4;
 
 interface Run {

@@ -105,28 +105,30 @@ export const channelsRepository = {
   },
 
   /**
-   * The sending channel and, in the same round trip, the provider timestamp
-   * of the phone's last inbound message on it (the 24-hour window). Without
-   * an explicit id: the organization's default channel, which is the one
-   * marked default or, when none is (its flag was cleared), the first one
-   * created (contract section 2).
+   * The sending channel and, in the same round trip, the provider timestamp of
+   * the last inbound message of each of `phones` on it (the 24-hour window),
+   * for the concurrent sends of one (organization, channel). Without an
+   * explicit id: the organization's default channel, the one marked default
+   * or, when none is, the first created (contract section 2). One row per phone with a window (the
+   * channel repeated), one row with `window_phone` null when none has one; no
+   * rows when there is no such channel.
    */
-  async findForSend(
+  async findForSendMany(
     q: Queryable,
     organizationId: string,
     channelId: string | undefined,
-    phone: string,
-  ): Promise<(ChannelRow & { last_inbound_at: Date | null }) | undefined> {
-    const rows = await runPrepared(
+    phones: string[],
+  ): Promise<Array<ChannelRow & { window_phone: string | null; last_inbound_at: Date | null }>> {
+    return runPrepared(
       q,
-      "findForSend",
-      `SELECT c.*, w.last_inbound_at FROM ${SCHEMA}.channels c
-       LEFT JOIN ${SCHEMA}.service_windows w ON w.channel_id = c.id AND w.phone = $3
-       WHERE c.organization_id = $1 AND ($2::text IS NULL OR c.id = $2::text)
-       ORDER BY c.is_default DESC, c.created_at, c.id
-       LIMIT 1`,
-      [organizationId, channelId ?? null, phone],
+      "findForSendMany",
+      `SELECT c.*, w.phone AS window_phone, w.last_inbound_at
+       FROM (SELECT * FROM ${SCHEMA}.channels c
+             WHERE c.organization_id = $1 AND ($2::text IS NULL OR c.id = $2::text)
+             ORDER BY c.is_default DESC, c.created_at, c.id
+             LIMIT 1) c
+       LEFT JOIN ${SCHEMA}.service_windows w ON w.channel_id = c.id AND w.phone = ANY($3::text[])`,
+      [organizationId, channelId ?? null, phones],
     );
-    return rows[0];
   },
 };
