@@ -148,6 +148,12 @@ function hotPoolOf(ds: DataSource): Pool {
   return pool;
 }
 
+/** Queries waiting for a connection of the DataSource's pools (TypeORM's and the hot one), for load shedding. */
+export function poolWaiting(ds: DataSource): number {
+  const main = (ds.driver as unknown as { master?: { waitingCount?: number } }).master;
+  return (main?.waitingCount ?? 0) + (hotPools.get(ds)?.waitingCount ?? 0);
+}
+
 export async function queryPrepared<T = any>(q: SqlRunner, name: string, text: string, values: unknown[]): Promise<T[]> {
   if (q instanceof DataSource || (q as { driver?: unknown }).driver) {
     return (await hotPoolOf(q as DataSource).query({ name, text, values })).rows as T[];

@@ -5,10 +5,10 @@ import type { DataSource } from "typeorm";
 import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
-import { openDatabase, pingDatabase, type DatabaseOptions } from "@platform/db";
+import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@platform/db";
 import { createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
-import { Lifecycle, waitFor } from "@platform/runtime";
+import { Lifecycle, LoadGate, waitFor } from "@platform/runtime";
 
 /** What a service's wiring receives: its parsed env and its connections. */
 export interface ServiceDeps<E> {
@@ -79,6 +79,10 @@ export async function startService<S extends z.ZodRawShape>(
   const bus = await waitFor("nats", () => Bus.connect({ url: env.NATS_URL, namespace: env.BUS_NAMESPACE, name: def.name, log, streamReplicas: env.BUS_STREAM_REPLICAS }), log);
   lifecycle.onStop("nats", () => bus.close());
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
+
+  const gate = new LoadGate({ lagMs: env.CONSUMER_YIELD_LAG_MS, waiting: () => poolWaiting(db) });
+  bus.setLoadGate(gate);
+  lifecycle.onStop("load gate", () => gate.stop());
 
   const metrics = createMetrics(def.name);
   instrumentBus(metrics, bus);
