@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from "typeorm";
 import { newId } from "@platform/id";
+import { queryPrepared } from "@platform/db";
 
 export interface ContactRow {
   id: string;
@@ -112,7 +113,10 @@ export class ContactsRepository {
         if (waId?.trim()) waIdOf.set(p, waId);
       });
       // Known numbers with nothing new are neither written nor locked: one read answers them (the common case).
-      rows = await this.db.query(
+      // Prepared once per connection: every inbound batch runs it.
+      rows = await queryPrepared(
+        this.db,
+        "contacts.resolve-many-profiles",
         `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS t(phone, id, name, wa_id)),
          upserted AS (
            INSERT INTO contacts.contacts AS c (id, organization_id, phone, name, wa_id)
