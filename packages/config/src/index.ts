@@ -134,8 +134,9 @@ export const internalServiceEnv = {
   INTERNAL_TOKEN: envToken(),
   /**
    * The high-volume background consumers (provider batches, domain events, keyword opt-outs) step back while this
-   * process's event loop is later than this many ms, or a query waits for a connection: one message in flight and
-   * a pause of at most 100 ms for calm, so the requests this process serves keep their latency (0: never by lag).
+   * process serves requests and its event loop is later than this many ms, or a query waits for a connection: an
+   * eighth of their concurrency in flight until it is calm again, so those requests keep their latency (0: never
+   * by lag).
    */
   CONSUMER_YIELD_LAG_MS: z.coerce.number().int().min(0).max(10_000).default(50),
 };

@@ -146,13 +146,19 @@ export interface LoadGateOptions {
   sampleMs?: number;
   /** Callers waiting for a database connection (or any other queue the API shares with background work). */
   waiting?: () => number;
+  /**
+   * Whether there is anything to step back for: requests being served now or a moment ago. Without it the gate
+   * would also slow the consumers of a process that serves nobody, only because other processes took the CPU.
+   */
+  serving?: () => boolean;
 }
 
 /**
  * Tells background consumers when to step back so the requests served by
- * the same process keep their latency: the process is busy while its event
- * loop is late (the worst delay of the last window, `monitorEventLoopDelay`)
- * or while someone waits for a database connection. A consumer asks `busy`
+ * the same process keep their latency: the process is busy while it serves
+ * requests (`serving`) and its event loop is late (the worst delay of the
+ * last window, `monitorEventLoopDelay`) or someone waits for a database
+ * connection. A consumer asks `busy`
  * before starting another message and, when busy, keeps one in flight and
  * waits for `calm()` (bounded by the caller) before the next; a backlog then
  * waits in JetStream, where it costs nothing, instead of in the event loop or
@@ -192,6 +198,7 @@ export class LoadGate {
   }
 
   get busy(): boolean {
+    if (this.opts.serving && !this.opts.serving()) return false;
     return this.lagBusy || (this.opts.waiting?.() ?? 0) > 0;
   }
 

@@ -117,6 +117,18 @@ describe("LoadGate", () => {
     }
   });
 
+  it("is never busy while the process serves no request (another process taking the CPU is not a reason)", async () => {
+    let serving = false;
+    const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => 1, serving: () => serving });
+    try {
+      expect(gate.busy).to.equal(false);
+      serving = true;
+      expect(gate.busy).to.equal(true);
+    } finally {
+      gate.stop();
+    }
+  });
+
   it("calm() gives up after maxMs, so a consumer always moves on", async () => {
     const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => 1 });
     try {

@@ -42,6 +42,7 @@ export interface ServiceDefinition<S extends z.ZodRawShape> {
 }
 
 const baseSchema = z.object(internalServiceEnv);
+const PROBE_PATH = /^\/(healthz|readyz|metrics)(\?|\/|$)/;
 export type BaseServiceEnv = z.infer<typeof baseSchema>;
 export type ServiceEnv<S extends z.ZodRawShape> = BaseServiceEnv & z.infer<z.ZodObject<S>>;
 
@@ -80,7 +81,13 @@ export async function startService<S extends z.ZodRawShape>(
   lifecycle.onStop("nats", () => bus.close());
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
 
-  const gate = new LoadGate({ lagMs: env.CONSUMER_YIELD_LAG_MS, waiting: () => poolWaiting(db) });
+  // Requests in flight, and when the last one ended: the consumers step back only while there are requests to protect.
+  const serving = { inFlight: 0, lastEnded: 0 };
+  const gate = new LoadGate({
+    lagMs: env.CONSUMER_YIELD_LAG_MS,
+    waiting: () => poolWaiting(db),
+    serving: () => serving.inFlight > 0 || Date.now() - serving.lastEnded < 1_000,
+  });
   bus.setLoadGate(gate);
   lifecycle.onStop("load gate", () => gate.stop());
 
@@ -108,7 +115,17 @@ export async function startService<S extends z.ZodRawShape>(
     metrics,
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = createServer(handler);
+    const s = createServer((req, res) => {
+      // Probes and scrapes are not the requests the gate protects.
+      if (!PROBE_PATH.test(req.url ?? "")) {
+        serving.inFlight++;
+        res.once("close", () => {
+          serving.inFlight--;
+          serving.lastEnded = Date.now();
+        });
+      }
+      handler(req, res);
+    });
     s.once("error", reject);
     s.listen(env.PORT, env.HOST, () => resolve(s));
   });
