@@ -130,6 +130,9 @@ export class Bus {
   private observer?: BusObserver;
   private readonly durables: Array<{ stream: string; durable: string }> = [];
   private gate?: ConsumerGate;
+  /** Requests answered by `serve` now, and when the last one ended (the load gate's "serving"). */
+  private rpcInFlight = 0;
+  private rpcLastEnded = 0;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -202,6 +205,11 @@ export class Bus {
    */
   setLoadGate(gate: ConsumerGate | undefined): void {
     this.gate = gate;
+  }
+
+  /** Whether this bus answers a request now or answered one in the last `withinMs`. */
+  servingRequests(withinMs: number): boolean {
+    return this.rpcInFlight > 0 || Date.now() - this.rpcLastEnded < withinMs;
   }
 
   /** Metrics hooks (one observer per bus). */
@@ -447,7 +455,12 @@ export class Bus {
           if (this.log.isLevelEnabled("debug")) this.log.debug({ subject: def.subject, failed: (answer as { error?: unknown })?.error !== undefined }, "request answered");
         });
         this.inflight.add(task);
-        void task.finally(() => this.inflight.delete(task));
+        this.rpcInFlight++;
+        void task.finally(() => {
+          this.inflight.delete(task);
+          this.rpcInFlight--;
+          this.rpcLastEnded = Date.now();
+        });
       }
     })();
   }

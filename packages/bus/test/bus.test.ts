@@ -128,12 +128,15 @@ describe("bus (real NATS)", () => {
   });
 
   it("answers request/reply and carries typed errors", async () => {
+    // Nothing answered yet: not serving (the load gate lets consumers run at full concurrency).
+    expect(bus.servingRequests(60_000)).to.equal(false);
     bus.serve(RPC.checkOptOuts, async (req) => {
       if (req.organizationId === "boom") throw new RpcCallError("CHANNEL_NOT_FOUND", "no channel", false);
       return { optedOut: req.phones.filter((p) => p.endsWith("1")) };
     });
     const res = await bus.request(RPC.checkOptOuts, { organizationId: "o", messagingChannelId: "c", phones: ["+1", "+2"] });
     expect(res.optedOut).to.deep.equal(["+1"]);
+    expect(bus.servingRequests(60_000)).to.equal(true);
     try {
       await bus.request(RPC.checkOptOuts, { organizationId: "boom", messagingChannelId: "c", phones: ["+1"] });
       expect.fail("should throw");

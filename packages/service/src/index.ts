@@ -86,7 +86,8 @@ export async function startService<S extends z.ZodRawShape>(
   const gate = new LoadGate({
     lagMs: env.CONSUMER_YIELD_LAG_MS,
     waiting: () => poolWaiting(db),
-    serving: () => serving.inFlight > 0 || Date.now() - serving.lastEnded < 1_000,
+    // HTTP requests, and the request/reply questions other services ask this one (the send path's opt-out check).
+    serving: () => serving.inFlight > 0 || Date.now() - serving.lastEnded < 1_000 || bus.servingRequests(1_000),
   });
   bus.setLoadGate(gate);
   lifecycle.onStop("load gate", () => gate.stop());

@@ -417,7 +417,8 @@ export const messagesRepository = {
   },
 
   async knownInboundIds(q: Queryable, providerMessageIds: string[]): Promise<Set<string>> {
-    const rows: Array<{ provider_message_id: string }> = await runPrepared(q, "inbound.known", 
+    // Plain: also run outside a transaction, where a prepared statement would take a hot-pool connection of the send path.
+    const rows: Array<{ provider_message_id: string }> = await run(q, 
       `SELECT provider_message_id FROM ${SCHEMA}.messages WHERE direction = 'inbound' AND provider_message_id = ANY($1::text[])`,
       [providerMessageIds],
     );
