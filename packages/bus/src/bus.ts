@@ -42,7 +42,22 @@ export interface ConsumeOptions<S extends z.ZodType> {
   maxDeliver?: number;
   /** Where a new durable starts: all retained messages (default) or only new ones. */
   deliverNew?: boolean;
+  /**
+   * Steps back when the process is busy (the bus's `setLoadGate`), so requests served by this process keep their
+   * latency: true for the high-volume background consumers; copies of other services' facts (`sys.*`) leave it off.
+   */
+  yieldUnderLoad?: boolean;
 }
+
+/** What `consume` asks before starting another message (`LoadGate` of @platform/runtime). */
+export interface ConsumerGate {
+  readonly busy: boolean;
+  /** Resolves when the process is calm again, or after `maxMs`. */
+  calm(maxMs: number): Promise<void>;
+}
+
+/** Longest pause before a yielding consumer starts its next message anyway (it always makes progress). */
+const MAX_YIELD_MS = 100;
 
 export interface MessageContext {
   subject: string;
@@ -114,6 +129,10 @@ export class Bus {
   private closing = false;
   private observer?: BusObserver;
   private readonly durables: Array<{ stream: string; durable: string }> = [];
+  private gate?: ConsumerGate;
+  /** Requests answered by `serve` now, and when the last one ended (the load gate's "serving"). */
+  private rpcInFlight = 0;
+  private rpcLastEnded = 0;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -178,6 +197,19 @@ export class Bus {
         }
       }
     }
+  }
+
+  /**
+   * The busy signal of this process: while it is busy, consumers with `yieldUnderLoad` keep an eighth of their
+   * concurrency in flight (at least one message).
+   */
+  setLoadGate(gate: ConsumerGate | undefined): void {
+    this.gate = gate;
+  }
+
+  /** Whether this bus answers a request now or answered one in the last `withinMs`. */
+  servingRequests(withinMs: number): boolean {
+    return this.rpcInFlight > 0 || Date.now() - this.rpcLastEnded < withinMs;
   }
 
   /** Metrics hooks (one observer per bus). */
@@ -266,9 +298,17 @@ export class Bus {
     this.consumers.push(messages);
     const limit = opts.concurrency ?? 16;
     const running = new Set<Promise<void>>();
+    const yieldUnderLoad = opts.yieldUnderLoad === true;
     void (async () => {
       for await (const msg of messages) {
         if (this.closing) break;
+        // Busy: an eighth of the concurrency in flight (at least one), the next one started when one ends or the
+        // process is calm again (checked at least every 100 ms, so it always moves on).
+        const gate = yieldUnderLoad ? this.gate : undefined;
+        if (gate?.busy) {
+          const cap = Math.max(1, Math.floor(limit / 8));
+          while (running.size >= cap && gate.busy) await Promise.race([Promise.race(running), gate.calm(MAX_YIELD_MS)]);
+        }
         const task = this.handle(msg, opts, maxDeliver).finally(() => {
           running.delete(task);
           this.inflight.delete(task);
@@ -415,7 +455,12 @@ export class Bus {
           if (this.log.isLevelEnabled("debug")) this.log.debug({ subject: def.subject, failed: (answer as { error?: unknown })?.error !== undefined }, "request answered");
         });
         this.inflight.add(task);
-        void task.finally(() => this.inflight.delete(task));
+        this.rpcInFlight++;
+        void task.finally(() => {
+          this.inflight.delete(task);
+          this.rpcInFlight--;
+          this.rpcLastEnded = Date.now();
+        });
       }
     })();
   }

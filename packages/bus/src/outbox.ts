@@ -3,7 +3,7 @@ import type { EntityManager, MigrationInterface, QueryRunner } from "typeorm";
 import { eventSubject, type EventData, type EventType } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { currentRequestContext, type Logger } from "@platform/logging";
-import { quoteIdent } from "@platform/db";
+import { queryPrepared, quoteIdent } from "@platform/db";
 import { REQUEST_ID_HEADER, type Bus } from "./bus";
 
 /**
@@ -86,12 +86,15 @@ export function domainEvent<T extends EventType>(
 export async function enqueue(manager: EntityManager, schema: string, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
   const requestId = currentRequestContext()?.requestId ?? null;
-  const params: Array<string | null> = [];
-  const rows = messages.map((m, i) => {
-    params.push(m.msgId, m.subject, JSON.stringify(m.payload), requestId);
-    return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4})`;
-  });
-  await manager.query(`INSERT INTO ${quoteIdent(schema)}.outbox (msg_id, subject, payload, request_id) VALUES ${rows.join(", ")}`, params);
+  // One text whatever the count (arrays), so the statement is prepared once per connection; rows in the given order.
+  await queryPrepared(
+    manager,
+    `outbox.enqueue.${schema}`,
+    `INSERT INTO ${quoteIdent(schema)}.outbox (msg_id, subject, payload, request_id)
+     SELECT u.msg_id, u.subject, u.payload, $4::text FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(msg_id, subject, payload, ord)
+     ORDER BY u.ord`,
+    [messages.map((m) => m.msgId), messages.map((m) => m.subject), messages.map((m) => JSON.stringify(m.payload)), requestId],
+  );
 }
 
 export interface RelayOptions {

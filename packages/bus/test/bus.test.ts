@@ -59,6 +59,60 @@ describe("bus (real NATS)", () => {
     expect(seen).to.deep.equal([1, 2, 3]);
   });
 
+  it("a consumer that yields under load keeps an eighth of its concurrency in flight while the process is busy, and handles every message once", async () => {
+    let busy = true;
+    const calmWaiters: Array<() => void> = [];
+    const gate = {
+      get busy() {
+        return busy;
+      },
+      calm: (maxMs: number) =>
+        new Promise<void>((resolve) => {
+          calmWaiters.push(resolve);
+          setTimeout(resolve, maxMs);
+        }),
+    };
+    const gated = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-gated", log });
+    gated.setLoadGate(gate);
+    const seen = new Map<number, number>();
+    let inFlight = 0;
+    let maxBusy = 0;
+    let maxCalm = 0;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    try {
+      await gated.consume({
+        stream: STREAMS.work,
+        durable: "yield-test",
+        subject: { subject: "work.yield.v1", schema: Payload },
+        concurrency: 16,
+        yieldUnderLoad: true,
+        handler: async (p) => {
+          inFlight++;
+          if (busy) maxBusy = Math.max(maxBusy, inFlight);
+          else maxCalm = Math.max(maxCalm, inFlight);
+          await (busy ? new Promise((r) => setTimeout(r, 20)) : released);
+          seen.set(p.n, (seen.get(p.n) ?? 0) + 1);
+          inFlight--;
+        },
+      });
+      await Promise.all(Array.from({ length: 60 }, (_, n) => gated.publish("work.yield.v1", { n }, { msgId: `y${n}` })));
+      await eventually(() => seen.size >= 20, 10_000);
+      // Calm again: the rest run at full concurrency.
+      busy = false;
+      for (const w of calmWaiters.splice(0)) w();
+      // Held until more than the busy cap run at once.
+      await eventually(() => inFlight > 2, 10_000);
+      release();
+      await eventually(() => seen.size === 60, 10_000);
+      expect(maxBusy).to.be.within(1, 2); // 16 / 8
+      expect(maxCalm).to.be.greaterThan(2);
+      expect([...seen.values()].every((c) => c === 1)).to.equal(true);
+    } finally {
+      await gated.close();
+    }
+  });
+
   it("dead-letters a permanent failure and an unparsable payload", async () => {
     await bus.consume({
       stream: STREAMS.work,
@@ -74,12 +128,15 @@ describe("bus (real NATS)", () => {
   });
 
   it("answers request/reply and carries typed errors", async () => {
+    // Nothing answered yet: not serving (the load gate lets consumers run at full concurrency).
+    expect(bus.servingRequests(60_000)).to.equal(false);
     bus.serve(RPC.checkOptOuts, async (req) => {
       if (req.organizationId === "boom") throw new RpcCallError("CHANNEL_NOT_FOUND", "no channel", false);
       return { optedOut: req.phones.filter((p) => p.endsWith("1")) };
     });
     const res = await bus.request(RPC.checkOptOuts, { organizationId: "o", messagingChannelId: "c", phones: ["+1", "+2"] });
     expect(res.optedOut).to.deep.equal(["+1"]);
+    expect(bus.servingRequests(60_000)).to.equal(true);
     try {
       await bus.request(RPC.checkOptOuts, { organizationId: "boom", messagingChannelId: "c", phones: ["+1"] });
       expect.fail("should throw");

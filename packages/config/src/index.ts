@@ -132,6 +132,13 @@ export const internalServiceEnv = {
   HOST: z.string().min(1).default("127.0.0.1"),
   /** Shared by the gateway and the services; a service refuses calls without it. */
   INTERNAL_TOKEN: envToken(),
+  /**
+   * The high-volume background consumers (provider batches, domain events, keyword opt-outs) step back while this
+   * process serves requests and its event loop is later than this many ms, or a query waits for a connection: an
+   * eighth of their concurrency in flight until it is calm again, so those requests keep their latency (0: never
+   * by lag).
+   */
+  CONSUMER_YIELD_LAG_MS: z.coerce.number().int().min(0).max(10_000).default(50),
 };
 
 export { url as envUrl };

@@ -1,6 +1,6 @@
 import "reflect-metadata";
 import { Client, Pool } from "pg";
-import { DataSource, type EntitySchema, type MixedList } from "typeorm";
+import { DataSource, QueryFailedError, type EntitySchema, type MixedList } from "typeorm";
 
 export { DataSource } from "typeorm";
 export type { EntityManager } from "typeorm";
@@ -148,9 +148,32 @@ function hotPoolOf(ds: DataSource): Pool {
   return pool;
 }
 
+/** Queries waiting for a connection of the DataSource's pools (TypeORM's and the hot one), for load shedding. */
+export function poolWaiting(ds: DataSource): number {
+  const main = (ds.driver as unknown as { master?: { waitingCount?: number } }).master;
+  return (main?.waitingCount ?? 0) + (hotPools.get(ds)?.waitingCount ?? 0);
+}
+
+/**
+ * A hot statement, parsed once per connection (a named prepared statement):
+ * outside a transaction on the DataSource's hot pool (generic plans); inside
+ * a transaction (a TypeORM EntityManager with its query runner) on the
+ * transaction's own connection, whose plan mode stays the default (custom
+ * plans first, a generic one once it is as good). One name, one text.
+ */
 export async function queryPrepared<T = any>(q: SqlRunner, name: string, text: string, values: unknown[]): Promise<T[]> {
   if (q instanceof DataSource || (q as { driver?: unknown }).driver) {
     return (await hotPoolOf(q as DataSource).query({ name, text, values })).rows as T[];
+  }
+  const runner = (q as { queryRunner?: { databaseConnection?: unknown; isReleased?: boolean } }).queryRunner;
+  const client = runner?.databaseConnection as { query?: (config: { name: string; text: string; values: unknown[] }) => Promise<{ rows: T[] }> } | undefined;
+  if (client && typeof client.query === "function" && !runner!.isReleased) {
+    try {
+      return (await client.query({ name, text, values })).rows;
+    } catch (err) {
+      // As TypeORM reports it (callers read the SQLSTATE with `sqlState`).
+      throw new QueryFailedError(text, values, err as Error);
+    }
   }
   return rowsOf<T>(await q.query(text, values));
 }

@@ -34,7 +34,7 @@ describe("db", () => {
     await Promise.all(sources.map((s) => s.destroy()));
   });
 
-  it("runs hot statements prepared, planned once, on a pool of their own; plainly inside a transaction", async () => {
+  it("runs hot statements prepared, planned once, on a pool of their own; inside a transaction prepared on its connection", async () => {
     await ensureDatabase(url);
     const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-hot" }).initialize();
     try {
@@ -50,6 +50,24 @@ describe("db", () => {
       expect((await ds.query(`SHOW plan_cache_mode`))[0].plan_cache_mode).to.equal("auto");
       const inTx = await ds.transaction((tx) => queryPrepared(tx, "dbtest.bump", bump, [-2]));
       expect(inTx).to.deep.equal([{ id: 1 }]);
+      // Inside a transaction: prepared on the transaction's own connection, part of the transaction (a rollback undoes it).
+      const seen = await ds
+        .transaction(async (tx) => {
+          await queryPrepared(tx, "dbtest.bump", bump, [10]);
+          await queryPrepared(tx, "dbtest.bump", bump, [10]);
+          const [own] = await tx.query(`SELECT name FROM pg_prepared_statements WHERE name = 'dbtest.bump'`);
+          const [row] = await tx.query(`SELECT id FROM dbtest.counters`);
+          throw Object.assign(new Error("roll back"), { seen: { prepared: own?.name, id: row.id } });
+        })
+        .catch((err: { seen?: unknown }) => err.seen);
+      expect(seen).to.deep.equal({ prepared: "dbtest.bump", id: 21 });
+      expect((await ds.query(`SELECT id FROM dbtest.counters`))[0].id).to.equal(1);
+      // A failing prepared statement inside a transaction reports its SQLSTATE as TypeORM's errors do.
+      const failed = await ds
+        .transaction((tx) => queryPrepared(tx, "dbtest.duplicate", `INSERT INTO dbtest.counters VALUES ($1)`, [1]))
+        .catch((err: { code?: string; driverError?: { code?: string } }) => err);
+      expect((failed as { code?: string }).code).to.equal("23505");
+      expect((failed as { driverError?: { code?: string } }).driverError?.code).to.equal("23505");
     } finally {
       await ds.destroy();
     }

@@ -1,4 +1,5 @@
 import type { Logger } from "@platform/logging";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -152,5 +153,89 @@ export class Batcher<In, Out> {
       queue.running--;
       if (queue.running === 0 && !queue.scheduled && queue.waiting.length === 0) this.queues.delete(key);
     }
+  }
+}
+
+export interface LoadGateOptions {
+  /** Event-loop delay (ms, worst in the last sample window) above which the process counts as busy; 0 never. */
+  lagMs: number;
+  /** Length of one sample window. */
+  sampleMs?: number;
+  /** Callers waiting for a database connection (or any other queue the API shares with background work). */
+  waiting?: () => number;
+  /**
+   * Whether there is anything to step back for: requests being served now or a moment ago. Without it the gate
+   * would also slow the consumers of a process that serves nobody, only because other processes took the CPU.
+   */
+  serving?: () => boolean;
+}
+
+/**
+ * Tells background consumers when to step back so the requests served by
+ * the same process keep their latency: the process is busy while it serves
+ * requests (`serving`) and its event loop is late (the worst delay of the
+ * last window, `monitorEventLoopDelay`) or someone waits for a database
+ * connection. A consumer asks `busy`
+ * before starting another message and, when busy, keeps one in flight and
+ * waits for `calm()` (bounded by the caller) before the next; a backlog then
+ * waits in JetStream, where it costs nothing, instead of in the event loop or
+ * the pool's queue. The sample timer is unref'd.
+ */
+export class LoadGate {
+  private readonly histogram?: ReturnType<typeof monitorEventLoopDelay>;
+  private readonly timer?: NodeJS.Timeout;
+  private lagBusy = false;
+  private waiters: Array<() => void> = [];
+  /** Times a consumer was held back (metrics, tests). */
+  holds = 0;
+
+  constructor(private readonly opts: LoadGateOptions) {
+    const sampleMs = opts.sampleMs ?? 50;
+    if (opts.lagMs > 0) {
+      this.histogram = monitorEventLoopDelay({ resolution: 10 });
+      this.histogram.enable();
+    }
+    this.timer = setInterval(() => this.sample(), sampleMs);
+    this.timer.unref();
+  }
+
+  private sample(): void {
+    if (this.histogram) {
+      // The monitor's timer fires every 10 ms: what it records beyond that is lateness.
+      this.lagBusy = this.histogram.max / 1e6 - 10 > this.opts.lagMs;
+      this.histogram.reset();
+    }
+    if (!this.busy) this.release();
+  }
+
+  private release(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w();
+  }
+
+  get busy(): boolean {
+    if (this.opts.serving && !this.opts.serving()) return false;
+    return this.lagBusy || (this.opts.waiting?.() ?? 0) > 0;
+  }
+
+  /** Resolves at the first sample that finds the process calm, or after `maxMs`. */
+  calm(maxMs: number): Promise<void> {
+    if (!this.busy) return Promise.resolve();
+    this.holds++;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, maxMs);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiters.push(done);
+    });
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.histogram?.disable();
+    this.release();
   }
 }

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { createLogger } from "@platform/logging";
-import { Batcher, Lifecycle, waitFor } from "../src";
+import { Batcher, Lifecycle, LoadGate, waitFor } from "../src";
 
 const log = createLogger("runtime-test", "silent");
 
@@ -114,5 +114,69 @@ describe("Batcher", () => {
     expect(outcomes.every((o) => o.status === "rejected")).to.equal(true);
     fail = false;
     expect(await batcher.submit("k", 3)).to.equal(3);
+  });
+});
+
+describe("LoadGate", () => {
+  it("is busy while someone waits for a connection, and calm() resolves at the first calm sample", async () => {
+    let waiting = 1;
+    const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => waiting });
+    try {
+      expect(gate.busy).to.equal(true);
+      let calmed = false;
+      const calm = gate.calm(60_000).then(() => (calmed = true));
+      await new Promise((r) => setTimeout(r, 30));
+      expect(calmed).to.equal(false);
+      waiting = 0;
+      expect(gate.busy).to.equal(false);
+      await calm;
+      expect(gate.holds).to.equal(1);
+    } finally {
+      gate.stop();
+    }
+  });
+
+  it("counts a blocked event loop as busy", async () => {
+    const gate = new LoadGate({ lagMs: 20, sampleMs: 100 });
+    try {
+      expect(gate.busy).to.equal(false);
+      await new Promise((r) => setTimeout(r, 30)); // the delay monitor's first ticks
+      // Block the loop past a whole window.
+      const until = Date.now() + 250;
+      while (Date.now() < until) {
+        /* busy */
+      }
+      // The sample that follows marks the process busy for one window: watch for it.
+      let sawBusy = false;
+      for (let i = 0; i < 100 && !sawBusy; i++) {
+        sawBusy = gate.busy;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      expect(sawBusy).to.equal(true);
+    } finally {
+      gate.stop();
+    }
+  });
+
+  it("is never busy while the process serves no request (another process taking the CPU is not a reason)", async () => {
+    let serving = false;
+    const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => 1, serving: () => serving });
+    try {
+      expect(gate.busy).to.equal(false);
+      serving = true;
+      expect(gate.busy).to.equal(true);
+    } finally {
+      gate.stop();
+    }
+  });
+
+  it("calm() gives up after maxMs, so a consumer always moves on", async () => {
+    const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => 1 });
+    try {
+      await gate.calm(30);
+      expect(gate.busy).to.equal(true);
+    } finally {
+      gate.stop();
+    }
   });
 });

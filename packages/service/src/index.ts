@@ -5,10 +5,10 @@ import type { DataSource } from "typeorm";
 import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
-import { openDatabase, pingDatabase, type DatabaseOptions } from "@platform/db";
+import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@platform/db";
 import { createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
-import { Lifecycle, waitFor } from "@platform/runtime";
+import { Lifecycle, LoadGate, waitFor } from "@platform/runtime";
 
 /** What a service's wiring receives: its parsed env and its connections. */
 export interface ServiceDeps<E> {
@@ -42,6 +42,7 @@ export interface ServiceDefinition<S extends z.ZodRawShape> {
 }
 
 const baseSchema = z.object(internalServiceEnv);
+const PROBE_PATH = /^\/(healthz|readyz|metrics)(\?|\/|$)/;
 export type BaseServiceEnv = z.infer<typeof baseSchema>;
 export type ServiceEnv<S extends z.ZodRawShape> = BaseServiceEnv & z.infer<z.ZodObject<S>>;
 
@@ -80,6 +81,17 @@ export async function startService<S extends z.ZodRawShape>(
   lifecycle.onStop("nats", () => bus.close());
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
 
+  // Requests in flight, and when the last one ended: the consumers step back only while there are requests to protect.
+  const serving = { inFlight: 0, lastEnded: 0 };
+  const gate = new LoadGate({
+    lagMs: env.CONSUMER_YIELD_LAG_MS,
+    waiting: () => poolWaiting(db),
+    // HTTP requests, and the request/reply questions other services ask this one (the send path's opt-out check).
+    serving: () => serving.inFlight > 0 || Date.now() - serving.lastEnded < 1_000 || bus.servingRequests(1_000),
+  });
+  bus.setLoadGate(gate);
+  lifecycle.onStop("load gate", () => gate.stop());
+
   const metrics = createMetrics(def.name);
   instrumentBus(metrics, bus);
   const deps: ServiceDeps<ServiceEnv<S>> = { env, log, db, bus, metrics, schema: def.schema };
@@ -104,7 +116,17 @@ export async function startService<S extends z.ZodRawShape>(
     metrics,
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = createServer(handler);
+    const s = createServer((req, res) => {
+      // Probes and scrapes are not the requests the gate protects.
+      if (!PROBE_PATH.test(req.url ?? "")) {
+        serving.inFlight++;
+        res.once("close", () => {
+          serving.inFlight--;
+          serving.lastEnded = Date.now();
+        });
+      }
+      handler(req, res);
+    });
     s.once("error", reject);
     s.listen(env.PORT, env.HOST, () => resolve(s));
   });

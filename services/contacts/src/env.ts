@@ -10,4 +10,9 @@ export const envShape = {
    * (a request waiting 5 s for a connection is a 503), and a backlog waits in JetStream, not in the pool's queue.
    */
   KEYWORD_CONSUMER_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /**
+   * How long the keyword consumer keeps an organization's keyword list in memory. This process's own organization
+   * sync evicts it at once; a change applied by another replica counts within this time. 0 reads it per message.
+   */
+  KEYWORD_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(2_000),
 };

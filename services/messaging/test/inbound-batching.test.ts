@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { Client } from "pg";
-import { STREAMS, SUBJECTS } from "@platform/contracts";
+import { CONTACTS_RPC, STREAMS, SUBJECTS } from "@platform/contracts";
+import { resolveContacts } from "../src/use-cases/contacts";
 import { eventually } from "@platform/testing";
 import { api, createChannel, eventsOf, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
@@ -173,5 +174,62 @@ describe("provider status batches under concurrent redelivery", () => {
     expect(eventsOf(h, "message.failed", (d) => ids.has(d.messageId))).to.have.length(0);
     const { rows } = await db.query(`SELECT id, status, provider_message_id FROM messaging.messages WHERE id = ANY($1)`, [[...ids]]);
     for (const r of rows) expect(r).to.deep.equal({ id: r.id, status: "read", provider_message_id: sent.find((m) => m.id === r.id)!.providerMessageId });
+  });
+});
+
+/**
+ * The contacts of concurrently handled inbound batches of one organization go
+ * in one `resolve-many` request; each batch gets its own ids, and a batch the
+ * contacts service refuses fails alone.
+ */
+describe("inbound contacts resolved together across concurrent batches", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    h = await sharedHarness();
+  });
+
+  /** Counts the resolve-many requests on the bus while `fn` runs (a plain subscriber sees every request). */
+  async function countingRequests<T>(fn: () => Promise<T>): Promise<{ result: T; requests: number }> {
+    const sub = h.bus.nc.subscribe(h.bus.subject(CONTACTS_RPC.resolveContacts.subject));
+    let requests = 0;
+    const counted = (async () => {
+      for await (const _ of sub) requests++;
+    })();
+    await h.bus.nc.flush();
+    const result = await fn();
+    await h.bus.nc.flush();
+    sub.unsubscribe();
+    await counted;
+    return { result, requests };
+  }
+
+  it("batches resolved in the same turn go in one request, each answered with its own contacts", async () => {
+    const org = newOrg();
+    const batches = Array.from({ length: 5 }, () => [uniquePhone(), uniquePhone()]);
+    batches[4].push(batches[0][0]); // a number in two batches: one contact
+    const { result, requests } = await countingRequests(() =>
+      Promise.all(batches.map((phones) => resolveContacts(h.bus, { organizationId: org, phones, names: phones.map(() => null), waIds: phones.map(() => null) }))),
+    );
+    expect(requests).to.equal(1);
+    for (let b = 0; b < batches.length; b++) {
+      for (const phone of batches[b]) expect(result[b].get(phone)).to.equal((await h.contacts.contactOf(org, phone))?.id);
+    }
+    expect(result[4].get(batches[0][0])).to.equal(result[0].get(batches[0][0]));
+  });
+
+  it("a batch the contacts service refuses fails alone; the others of its group are answered", async () => {
+    const org = newOrg();
+    const good = [[uniquePhone()], [uniquePhone()]];
+    const outcomes = await Promise.allSettled([
+      resolveContacts(h.bus, { organizationId: org, phones: good[0], names: [null], waIds: [null] }),
+      resolveContacts(h.bus, { organizationId: org, phones: ["not-a-phone"], names: [null], waIds: [null] }),
+      resolveContacts(h.bus, { organizationId: org, phones: good[1], names: [null], waIds: [null] }),
+    ]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(["fulfilled", "rejected", "fulfilled"]);
+    for (const [k, o] of [outcomes[0], outcomes[2]].entries()) {
+      const phone = good[k][0];
+      expect((o as PromiseFulfilledResult<Map<string, string>>).value.get(phone)).to.equal((await h.contacts.contactOf(org, phone))?.id);
+    }
   });
 });

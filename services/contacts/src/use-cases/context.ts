@@ -8,6 +8,7 @@ import { ContactsRepository } from "../db/repositories/contacts.repository";
 import { KeywordMessagesRepository } from "../db/repositories/keyword-messages.repository";
 import { OptOutsRepository } from "../db/repositories/opt-outs.repository";
 import { OrganizationsRepository } from "../db/repositories/organizations.repository";
+import { KeywordCache } from "./keyword-opt-out";
 
 export type ContactsEnv = ServiceEnv<typeof envShape>;
 
@@ -22,6 +23,8 @@ export interface ContactsContext {
   channels: ChannelsRepository;
   organizations: OrganizationsRepository;
   keywordMessages: KeywordMessagesRepository;
+  /** Organizations' keyword lists for the keyword consumer (evicted by this process's organization sync). */
+  keywords: KeywordCache;
 }
 
 export function createContext(deps: ServiceDeps<ContactsEnv>): ContactsContext {
@@ -35,6 +38,7 @@ export function createContext(deps: ServiceDeps<ContactsEnv>): ContactsContext {
     channels: new ChannelsRepository(deps.db),
     organizations: new OrganizationsRepository(deps.db),
     keywordMessages: new KeywordMessagesRepository(),
+    keywords: new KeywordCache(deps.env.KEYWORD_CACHE_TTL_MS),
   };
 }
 

@@ -75,15 +75,68 @@ export class ContactResolver {
   }
 }
 
+type ResolveInput = { organizationId: string; phones: string[]; names: Array<string | null>; waIds: Array<string | null> };
+
+/** One grouping resolver per bus (the bus is per process). */
+/** Each batch's ids, or the error of its own request. */
+const resolvers = new WeakMap<Bus, Batcher<ResolveInput, string[] | { failed: unknown }>>();
+
+/** Phones of one request at most (the contract allows 10,000; provider batches carry up to 10 each). */
+const MAX_GROUPED_PHONES = 5_000;
+
 /**
- * The contacts of many E.164 phones in one request (an inbound batch), with
- * each one's name and waId when known (null otherwise); phone → contact id.
+ * The contacts of many E.164 phones (an inbound batch), with each one's name
+ * and waId when known (null otherwise); phone → contact id. The batches of
+ * one organization resolved concurrently go in one request (`Batcher`: those
+ * of one event-loop turn, then those arriving while a request is in flight),
+ * their phones in arrival order, so a later batch's name of a number is kept
+ * as if they had gone one after the other. If a grouped request fails, each
+ * batch is asked alone, so one batch's failure never fails the others.
  * Throws the bus error (the caller's batch is redelivered).
  */
-export async function resolveContacts(
-  bus: Bus,
-  input: { organizationId: string; phones: string[]; names: Array<string | null>; waIds: Array<string | null> },
-): Promise<Map<string, string>> {
-  const answer = await bus.request(CONTACTS_RPC.resolveContacts, input, { timeoutMs: TIMEOUT_MS });
-  return new Map(input.phones.map((p, k) => [p, answer.contactIds[k]]));
+export async function resolveContacts(bus: Bus, input: ResolveInput): Promise<Map<string, string>> {
+  let resolver = resolvers.get(bus);
+  if (!resolver) {
+    const ask = async (items: ResolveInput[]): Promise<string[][]> => {
+      const answer = await bus.request(
+        CONTACTS_RPC.resolveContacts,
+        {
+          organizationId: items[0].organizationId,
+          phones: items.flatMap((i) => i.phones),
+          names: items.flatMap((i) => i.names),
+          waIds: items.flatMap((i) => i.waIds),
+        },
+        { timeoutMs: TIMEOUT_MS },
+      );
+      let offset = 0;
+      return items.map((i) => answer.contactIds.slice(offset, (offset += i.phones.length)));
+    };
+    resolver = new Batcher<ResolveInput, string[] | { failed: unknown }>(async (_organizationId, items) => {
+      const groups: ResolveInput[][] = [];
+      let size = Infinity;
+      for (const item of items) {
+        if (size + item.phones.length > MAX_GROUPED_PHONES) groups.push([]), (size = 0);
+        groups[groups.length - 1].push(item);
+        size += item.phones.length;
+      }
+      const out: Array<string[] | { failed: unknown }> = [];
+      for (const group of groups) {
+        try {
+          out.push(...(await ask(group)));
+        } catch (err) {
+          if (group.length === 1) {
+            out.push({ failed: err });
+            continue;
+          }
+          // Alone: a batch that fails again fails only its own caller.
+          out.push(...(await Promise.all(group.map((item) => ask([item]).then(([ids]) => ids, (e: unknown) => ({ failed: e }))))));
+        }
+      }
+      return out;
+    }, 100);
+    resolvers.set(bus, resolver);
+  }
+  const ids = await resolver.submit(input.organizationId, input);
+  if (!Array.isArray(ids)) throw ids.failed;
+  return new Map(input.phones.map((p, k) => [p, ids[k]]));
 }

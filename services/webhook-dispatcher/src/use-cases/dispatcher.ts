@@ -204,8 +204,10 @@ export class Dispatcher {
   private async attempt(job: ClaimedJob): Promise<void> {
     const deliveryId = newId("delivery");
     const startedAt = new Date();
-    const headers = deliveryHeaders({ body: job.body, secret: job.secret, event: job.event, eventId: job.eventId, deliveryId, now: startedAt });
-    const outcome = await this.opts.sender.send(job.url, Buffer.from(job.body, "utf8"), headers);
+    // The body's bytes once for both signatures and the request.
+    const body = Buffer.from(job.body, "utf8");
+    const headers = deliveryHeaders({ body, secret: job.secret, event: job.event, eventId: job.eventId, deliveryId, now: startedAt });
+    const outcome = await this.opts.sender.send(job.url, body, headers);
     // Cut short by shutdown: not a failure of the endpoint; released for the next start.
     if (this.stopped && outcome.status === null) {
       this.cutShort.push(job.jobId);

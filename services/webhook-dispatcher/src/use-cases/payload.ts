@@ -32,7 +32,7 @@ export function summarize(data: { id: string } & Record<string, unknown>): Recor
 }
 
 /** Every header of one attempt, both signatures included. */
-export function deliveryHeaders(args: { body: string; secret: string; event: string; eventId: string; deliveryId: string; now?: Date }): Record<string, string> {
+export function deliveryHeaders(args: { body: string | Buffer; secret: string; event: string; eventId: string; deliveryId: string; now?: Date }): Record<string, string> {
   const timestamp = Math.floor((args.now ?? new Date()).getTime() / 1000);
   return {
     "content-type": "application/json",

@@ -10,6 +10,7 @@ export async function consumeMessageReceived(ctx: ContactsContext): Promise<void
     durable: "contacts-keyword-opt-outs",
     subject: { subject: eventSubject("message.received"), schema: DomainEvent },
     concurrency: ctx.env.KEYWORD_CONSUMER_CONCURRENCY,
+    yieldUnderLoad: true,
     handler: async (event) => {
       if (event.event !== "message.received") return;
       const data = MessageReceivedData.safeParse(event.data);

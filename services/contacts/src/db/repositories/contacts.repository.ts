@@ -112,6 +112,8 @@ export class ContactsRepository {
         if (waId?.trim()) waIdOf.set(p, waId);
       });
       // Known numbers with nothing new are neither written nor locked: one read answers them (the common case).
+      // Not on the hot pool (`queryPrepared`): its few connections are the send path's opt-out checks', and an
+      // inbound flood there made them wait into 503s.
       rows = await this.db.query(
         `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS t(phone, id, name, wa_id)),
          upserted AS (

@@ -9,6 +9,7 @@ export async function consumeProviderInbound(ctx: MessagingContext): Promise<voi
     durable: "messaging-provider-inbound",
     subject: SUBJECTS.providerInbound,
     concurrency: 8,
+    yieldUnderLoad: true,
     ackWaitMs: 30_000,
     maxDeliver: 1_000,
     handler: (payload) => processProviderBatch(ctx, payload.body),

@@ -1,7 +1,7 @@
 import type { Conversation } from "@platform/contracts";
 import { iso } from "@platform/db";
 import { newId } from "@platform/id";
-import { run, SCHEMA, type Queryable } from "./queryable";
+import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
 
 export interface ConversationRow {
   id: string;
@@ -64,8 +64,9 @@ export const conversationsRepository = {
     const contacts = [...new Map(input.contacts.map((c) => [c.contactId, c])).values()].sort((a, b) => (a.contactId < b.contactId ? -1 : a.contactId > b.contactId ? 1 : 0));
     const out = new Map<string, { conversation: ConversationRow; opened: boolean }>();
     if (contacts.length === 0) return out;
-    const rows = await run(
+    const rows = await runPrepared(
       q,
+      "conversations.open-or-touch-many",
       `INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
        SELECT c.id, $1, $2, c.contact_id, c.phone, 'open', clock_timestamp(), clock_timestamp(), date_trunc('milliseconds', clock_timestamp()), clock_timestamp()
        FROM unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS c(id, contact_id, phone, ord) ORDER BY c.ord

@@ -355,8 +355,9 @@ export const messagesRepository = {
    */
   async insertInboundBatch(q: Queryable, rows: InboundInsert[], events: Array<OutboxMessage & { messageId: string }>): Promise<MessageRow[]> {
     if (rows.length === 0) return [];
-    return run(
+    return runPrepared(
       q,
+      "inbound.insert",
       `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
                               $11::text[], $12::timestamptz[]) WITH ORDINALITY
@@ -407,14 +408,16 @@ export const messagesRepository = {
 
   /** Serializes the handling of these provider message ids across transactions (and replicas), in one order, until commit. */
   async lockInboundIds(q: Queryable, providerMessageIds: string[]): Promise<void> {
-    await run(
+    await runPrepared(
       q,
+      "inbound.lock",
       `SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT DISTINCT hashtext('messaging.inbound:' || id) AS k FROM unnest($1::text[]) AS id ORDER BY 1 OFFSET 0) AS s`,
       [providerMessageIds],
     );
   },
 
   async knownInboundIds(q: Queryable, providerMessageIds: string[]): Promise<Set<string>> {
+    // Plain: also run outside a transaction, where a prepared statement would take a hot-pool connection of the send path.
     const rows: Array<{ provider_message_id: string }> = await run(q, 
       `SELECT provider_message_id FROM ${SCHEMA}.messages WHERE direction = 'inbound' AND provider_message_id = ANY($1::text[])`,
       [providerMessageIds],
@@ -504,8 +507,9 @@ export const messagesRepository = {
     statuses: Array<{ ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null }>,
   ): Promise<Array<MessageRow & { old_status: MessageStatus }>> {
     if (statuses.length === 0) return [];
-    return run(
+    return runPrepared(
       q,
+      "statuses.apply",
       `WITH input AS (
          SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
            AS s(our_id, pmid, status, error_code, error_title, ord)

@@ -17,6 +17,7 @@ export async function consumeEvents(bus: Bus, ingestor: EventIngestor): Promise<
     subject: SUBJECTS.events,
     // Many at once, so the ingestor writes them in batches.
     concurrency: 256,
+    yieldUnderLoad: true,
     ackWaitMs: 30_000,
     handler: async (event) => {
       await ingestor.ingest(event);

@@ -1,4 +1,4 @@
-import { rowsOf } from "@platform/db";
+import { queryPrepared, type SqlRunner } from "@platform/db";
 import type { DataSource } from "typeorm";
 import { WEBHOOK_DEACTIVATE_AFTER_FAILURES } from "@platform/contracts";
 
@@ -73,7 +73,9 @@ export class DeliveryRepository {
     lease: { busy: Map<string, number>; capacity: number; leaseMs: number },
   ): Promise<Array<{ jobId: string; eventId: string; webhookId: string; organizationId: string; attempt: number; leased: boolean; url: string; secret: string }>> {
     if (events.length === 0) return [];
-    return this.db.query(
+    return queryPrepared(
+      this.db,
+      "webhooks.ingest",
       `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $9::timestamptz[]) WITH ORDINALITY AS i(id, organization_id, event, body, occurred_at, ord)
        ), busy AS (
@@ -136,8 +138,9 @@ export class DeliveryRepository {
       busyCounts.push(n);
       if (n >= args.perWebhook) saturated.push(id);
     }
-    const rows = rowsOf<ClaimedJob>(
-      await this.db.query(
+    const rows = await queryPrepared<ClaimedJob>(
+      this.db,
+      "webhooks.claim",
       `WITH busy AS (
          SELECT * FROM unnest($1::text[], $2::int[]) AS b(webhook_id, n)
        ), candidates AS (
@@ -163,7 +166,6 @@ export class DeliveryRepository {
        RETURNING j.id::text AS "jobId", j.event_id AS "eventId", j.webhook_id AS "webhookId",
                  j.organization_id AS "organizationId", j.attempt, w.url, w.secret, e.event, e.body`,
       [busyIds, busyCounts, saturated, Math.min(Math.max(args.limit * 2, 100), 500), args.perWebhook, args.limit, args.leaseMs],
-      ),
     );
     return rows;
   }
@@ -187,9 +189,11 @@ export class DeliveryRepository {
     const retries = batch.filter((c) => c.retryInMs !== null);
     return this.db.transaction(async (m) => {
       await this.insertAttempts(m, batch.map((c) => c.record));
-      if (done.length) await m.query(`DELETE FROM webhooks.delivery_jobs WHERE id = ANY($1::bigint[])`, [done]);
+      if (done.length) await queryPrepared(m, "webhooks.jobs-done", `DELETE FROM webhooks.delivery_jobs WHERE id = ANY($1::bigint[])`, [done]);
       if (retries.length) {
-        await m.query(
+        await queryPrepared(
+          m,
+          "webhooks.jobs-retry",
           `UPDATE webhooks.delivery_jobs j
            SET attempt = j.attempt + 1, due_at = now() + (u.delay_ms * interval '1 millisecond')
            FROM unnest($1::bigint[], $2::int[]) AS u(id, delay_ms)
@@ -198,7 +202,9 @@ export class DeliveryRepository {
         );
       }
       const ids = [...counters.keys()];
-      const deactivated: Array<{ id: string }> = await m.query(
+      const deactivated = await queryPrepared<{ id: string }>(
+        m,
+        "webhooks.count-failures",
         `WITH u AS (
            SELECT * FROM unnest($1::text[], $2::bool[], $3::int[]) AS u(id, reset, n)
          ), counted AS (
@@ -224,9 +230,11 @@ export class DeliveryRepository {
   }
 
   /** The attempt log; rows of a webhook deleted meanwhile are skipped. */
-  async insertAttempts(m: { query: DataSource["query"] }, records: AttemptRecord[]): Promise<void> {
+  async insertAttempts(m: SqlRunner, records: AttemptRecord[]): Promise<void> {
     if (records.length === 0) return;
-    await m.query(
+    await queryPrepared(
+      m,
+      "webhooks.attempts-insert",
       `INSERT INTO webhooks.delivery_attempts
          (id, webhook_id, organization_id, event_id, event, attempt, response_status, response_body, error, duration_ms, created_at)
        SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $10::int[], $11::timestamptz[])
