@@ -1,10 +1,11 @@
-import { outboxRequestIdMigration } from "@platform/bus";
+import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
 import { RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
+import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
 import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
@@ -48,7 +49,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "template_jobs",
   env: envShape,
   entities,
-  migrations: [Initial1764000000000, outboxRequestIdMigration("template_jobs")],
+  migrations: [Initial1764000000000, outboxRequestIdMigration("template_jobs"), outboxTraceMigration("template_jobs"), JobOrigin1764300000000],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),
   async start(deps) {
