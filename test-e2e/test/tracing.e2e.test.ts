@@ -135,7 +135,9 @@ describe("e2e: tracing — OpenTelemetry spans across gateway, services, NATS an
         byService(spans, "gateway", SPAN_KIND.client).length > 0 &&
         byService(spans, "messaging", SPAN_KIND.server).some((s) => s.name === "POST /api/v1/messages") &&
         byService(spans, "contacts", SPAN_KIND.server).length > 0 &&
-        byService(spans, "messaging", SPAN_KIND.client).some((s) => s.attributes["peer.service"] === "provider");
+        byService(spans, "messaging", SPAN_KIND.client).some((s) => s.attributes["peer.service"] === "provider") &&
+        // Each process exports on its own schedule: wait until every span's parent has arrived (all but the gateway's).
+        spans.every((s) => s.parentSpanId === callerSpan || spans.some((p) => p.spanId === s.parentSpanId));
       return ok ? spans : undefined;
     }, 60_000).catch((err: Error) => {
       throw new Error(`${err.message}: spans of the trace: ${lastSeen}`);
