@@ -2,8 +2,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
 import { PLATFORM_METRICS } from "@platform/http";
-import { eventually } from "@platform/testing";
-import { E2E } from "./stack";
+import { collectSubject, eventually } from "@platform/testing";
+import { E2E, serviceOf } from "./stack";
 
 /** A webhook endpoint answering `status` to everything; counts what it got. */
 async function endpoint(status: number) {
@@ -82,7 +82,7 @@ describe("e2e: observability — metrics of every service and one request id thr
       const check = (traced: Array<{ process: string; rec: Record<string, unknown> }>, path: string) => {
         for (const l of traced) {
           // Every line is its own service's, and carries the request's organization.
-          expect(l.rec.service, JSON.stringify(l.rec)).to.equal(l.process);
+          expect(l.rec.service, JSON.stringify(l.rec)).to.equal(serviceOf(l.process));
           expect(l.rec.organizationId, JSON.stringify(l.rec)).to.equal(org.id);
         }
         expect(traced.filter((l) => l.rec.service === "gateway" && l.rec.msg === "request finished").map((l) => [l.rec.path, l.rec.status])).to.deep.equal([[path, 200]]);
@@ -121,6 +121,76 @@ describe("e2e: observability — metrics of every service and one request id thr
     } finally {
       await ok.close();
     }
+  });
+
+  it("the events of provider batches (inbound, statuses) and of a template job's sends carry the request id that caused them", async () => {
+    const org = await e2e.organization({ plan: "growth" });
+    const phoneNumberId = String(300_000_000 + Math.floor(Math.random() * 600_000_000));
+    const channel = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/channels`, { name: "Batches", phoneNumber: "+15550100000", providerPhoneNumberId: phoneNumberId, messagesPerSecond: 1000 });
+    expect(channel.status).to.equal(201);
+    const bus = await collectSubject(e2e.env.natsUrl, `${e2e.env.namespace}.evt.>`);
+    const events = (type: string) => bus.received.filter((m) => m.data?.organizationId === org.id && m.data?.event === type);
+    // The request ids of the provider's webhook calls, from the gateway's `request finished` lines.
+    const providerRequests = () =>
+      new Set(lines().filter((l) => l.rec.service === "gateway" && l.rec.msg === "request finished" && l.rec.path === "/provider/webhooks").map((l) => l.rec.requestId));
+    try {
+      // An inbound provider batch: messaging writes its events in one set-based statement (group commit).
+      expect((await sim("/_sim/inbound", { phoneNumberId, from: "15550003333", text: "batch" })).status).to.be.within(200, 299);
+      const received = await eventually(() => events("message.received")[0], 30_000);
+      const inboundId = received.headers["X-Request-Id"];
+      expect(inboundId, "message.received has the provider webhook's request id").to.be.a("string");
+      expect(events("conversation.opened").map((m) => m.headers["X-Request-Id"])).to.deep.equal([inboundId]);
+      await eventually(() => providerRequests().has(inboundId) || undefined, 20_000);
+      await eventually(() => lines().some((l) => l.rec.service === "messaging" && l.rec.requestId === inboundId) || undefined, 20_000);
+
+      // A send (batched send statement), then the provider's status callbacks for it (set-based status statement).
+      const sendId = `trace-batch-send-${Date.now()}`;
+      const sent = await e2e.call("POST", "/api/v1/messages", { token: org.key, headers: { "X-Request-Id": sendId }, body: { to: "+15550003333", text: "reply" } });
+      expect(sent.status, JSON.stringify(sent.body)).to.equal(200);
+      const sentEvent = await eventually(() => events("message.sent").find((m) => m.data.data.messageId === sent.body.id), 30_000);
+      // Written by the send statement (the send's id) or, when the simulator's `sent` callback won the race, by the status statement.
+      await eventually(() => sentEvent.headers["X-Request-Id"] === sendId || providerRequests().has(sentEvent.headers["X-Request-Id"]) || undefined, 20_000);
+      const delivered = await eventually(() => events("message.delivered").find((m) => m.data.data.messageId === sent.body.id), 60_000);
+      const statusId = delivered.headers["X-Request-Id"];
+      expect(statusId, "message.delivered has the status callback's request id").to.be.a("string");
+      expect(statusId).to.not.equal(sendId);
+      await eventually(() => providerRequests().has(statusId) || undefined, 20_000);
+
+      // A template job: its run continues the request that created it, and so do its sends' events.
+      const providerTemplateId = String(5_000_000 + Math.floor(Math.random() * 1e9));
+      const template = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/templates`, {
+        name: "batch_tpl", language: "en_US", category: "UTILITY", status: "approved", bodyParameterCount: 1, providerTemplateId, templateAccountId: "waba_e2e",
+      });
+      expect(template.status, JSON.stringify(template.body)).to.equal(201);
+      const jobRequestId = `trace-batch-job-${Date.now()}`;
+      const job = await e2e.call("POST", "/api/v1/templates/send", {
+        token: org.key,
+        headers: { "X-Request-Id": jobRequestId },
+        body: { templateId: providerTemplateId, templateAccountId: "waba_e2e", messagingChannelId: channel.body.id, recipients: [{ phone: "+15550004441", bodyParameters: ["A"] }, { phone: "+15550004442", bodyParameters: ["B"] }] },
+      });
+      expect(job.status, JSON.stringify(job.body)).to.equal(200);
+      await eventually(async () => (await e2e.call("GET", `/api/v1/templates/send/${job.body.id}`, { token: org.key })).body.status === "completed" || undefined, 60_000);
+      // The two recipients' conversations were opened by the job's store statement (bulk, one statement per batch).
+      await eventually(() => events("conversation.opened").filter((m) => m.headers["X-Request-Id"] === jobRequestId).length === 2 || undefined, 30_000);
+      // Their `message.sent`: from the job's sends (the job's request id) or from the simulator's callbacks.
+      const recipients = new Set(events("conversation.opened").filter((m) => m.headers["X-Request-Id"] === jobRequestId).map((m) => m.data.data.contactId));
+      expect(recipients.size).to.equal(2);
+      for (const service of ["gateway", "template-jobs", "messaging"]) {
+        await eventually(() => lines().some((l) => l.rec.service === service && l.rec.requestId === jobRequestId) || undefined, 20_000);
+      }
+      // Every message event of the organization carries a request id.
+      expect(bus.received.filter((m) => m.data?.organizationId === org.id && !m.headers["X-Request-Id"]).map((m) => m.data.event)).to.deep.equal([]);
+    } finally {
+      await bus.close();
+    }
+  });
+
+  it("without an OTLP endpoint, no service starts the OpenTelemetry SDK", () => {
+    // Each process says so once at start (info level; this suite runs at debug).
+    const off = new Set(lines().filter((l) => l.rec.tracing === "off").map((l) => l.process));
+    const on = lines().filter((l) => l.rec.tracing === "on");
+    expect(on).to.deep.equal([]);
+    for (const name of e2e.stack.names().filter((n) => n !== "provider-simulator")) expect(off, name).to.include(name);
   });
 
   it("after an end-to-end run, every service's /metrics has each platform metric with a non-zero sample", async () => {
@@ -175,12 +245,17 @@ describe("e2e: observability — metrics of every service and one request id thr
       const day = new Date().toISOString().slice(0, 10);
       expect((await e2e.call("GET", `/api/v1/analytics?startDate=${day}&endDate=${day}`, { token: org.key })).status).to.equal(200);
 
+      // Every replica of the service (one with a single process), its samples together.
       const scrape = async (name: string) => {
-        const url = name === "gateway" ? e2e.stack.url : e2e.stack.serviceUrl(name);
-        expect(url, name).to.be.a("string");
-        const res = await fetch(`${url}/metrics`);
-        expect(res.status).to.equal(200);
-        return samples(await res.text());
+        const urls = e2e.serviceUrls(name);
+        expect(urls, name).to.not.be.empty;
+        const all = [];
+        for (const url of urls) {
+          const res = await fetch(`${url}/metrics`);
+          expect(res.status).to.equal(200);
+          all.push(...samples(await res.text()));
+        }
+        return all;
       };
       const expected = (service: string): string[] => [
         "http_request_duration_seconds",

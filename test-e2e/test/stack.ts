@@ -6,6 +6,18 @@ import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
  * provider simulator), on this run's own database, namespace and port.
  * Tests talk to it through the gateway only, as an integrator would.
  */
+/**
+ * Copies of every service and gateway the suites run against: `E2E_REPLICAS=2`
+ * (as `npm run test:replicas` sets) runs each suite on two gateways and two
+ * replicas of every service behind local round-robins (packages/stack `replicas`).
+ */
+export const E2E_REPLICAS = Math.max(1, Number(process.env.E2E_REPLICAS ?? 1) || 1);
+
+/** A process's service: `messaging-2` → `messaging` (names carry a replica suffix when there are several). */
+export function serviceOf(processName: string): string {
+  return E2E_REPLICAS > 1 ? processName.replace(/-\d+$/, "") : processName;
+}
+
 export class E2E {
   env!: TestEnvironment;
   stack!: Stack;
@@ -18,7 +30,7 @@ export class E2E {
       databaseUrl: this.env.databaseUrl,
       natsUrl: this.env.natsUrl,
       namespace: this.env.namespace,
-      replicas: opts.replicas,
+      replicas: opts.replicas ?? E2E_REPLICAS,
       env: { LOG_LEVEL: "warn", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true", CONVERSATION_IDLE_TIMEOUT_MS: "86400000", ...extraEnv },
       onLog: (line) => {
         this.logs.push(line);
@@ -64,5 +76,15 @@ export class E2E {
     const key = await this.admin("POST", `/admin/v1/organizations/${org.body.id}/api-keys`, { name: "e2e" });
     if (key.status !== 201) throw new Error(`key: ${key.status} ${JSON.stringify(key.body)}`);
     return { id: org.body.id as string, key: key.body.key as string, keyId: key.body.id as string };
+  }
+
+  /** The base URLs of every process of a service (one per replica; the gateways' own URLs for `gateway`). */
+  serviceUrls(service: string): string[] {
+    if (service === "gateway") return this.stack.gatewayUrls;
+    return this.stack
+      .names()
+      .filter((n) => serviceOf(n) === service)
+      .map((n) => this.stack.serviceUrl(n))
+      .filter((u): u is string => u !== undefined);
   }
 }

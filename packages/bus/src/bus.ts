@@ -15,7 +15,8 @@ import {
 } from "nats";
 import { z } from "zod";
 import { RpcError, STREAMS, type RpcDef, type StreamDef, type SubjectDef } from "@platform/contracts";
-import { currentRequestContext, traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { currentRequestContext, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { endSpan, extractTrace, injectTrace, natsSpan, SpanKind, type Context } from "@platform/telemetry";
 import { BusUnavailableError, PermanentError, RetryableError, RpcCallError } from "./errors";
 
 export interface BusOptions {
@@ -91,22 +92,17 @@ export interface ConsumerState {
 
 /** The request id of the current request context, as a header set for a publish; undefined outside a request. */
 function contextHeaders(): Record<string, string> | undefined {
-  const ctx = currentRequestContext();
-  if (!ctx?.requestId && !ctx?.traceparent) return undefined;
-  const headers: Record<string, string> = {};
-  if (ctx.requestId) headers[REQUEST_ID_HEADER] = ctx.requestId;
-  if (ctx.traceparent) headers.traceparent = ctx.traceparent;
-  if (ctx.tracestate) headers.tracestate = ctx.tracestate;
-  return headers;
+  const requestId = currentRequestContext()?.requestId;
+  return requestId ? { [REQUEST_ID_HEADER]: requestId } : undefined;
 }
 
-/** The request context a received message carries: its request id header and the payload's organization. */
-function contextOf(headers: Record<string, string>, payload: unknown): RequestContext {
+/** The request context a received message carries: its request id header, the payload's organization and its trace context. */
+function contextOf(headers: Record<string, string>, payload: unknown, trace: Context | undefined): RequestContext {
   const org = (payload as { organizationId?: unknown } | null)?.organizationId;
   return {
     requestId: headers[REQUEST_ID_HEADER] || undefined,
     organizationId: typeof org === "string" ? org : undefined,
-    ...traceContextOf((name) => headers[name]),
+    trace,
   };
 }
 
@@ -248,18 +244,24 @@ export class Bus {
   /**
    * Publishes to JetStream; `msgId` makes a repeat inside the duplicate window a no-op.
    * Inside a request context the request id goes along as the `X-Request-Id` header.
+   * The trace context (`trace`, else the current request's) goes along as
+   * `traceparent`, under a producer span when tracing is on.
    */
-  async publish(subject: string, payload: unknown, opts: { msgId?: string; headers?: Record<string, string> } = {}): Promise<void> {
+  async publish(subject: string, payload: unknown, opts: { msgId?: string; headers?: Record<string, string>; trace?: Context } = {}): Promise<void> {
     const data = typeof payload === "string" ? encoder.encode(payload) : encoder.encode(JSON.stringify(payload));
-    let hdrs;
+    let hdrs: ReturnType<typeof natsHeaders> | undefined;
+    const set = (k: string, v: string) => (hdrs ??= natsHeaders()).set(k, v);
     const given = opts.headers ?? contextHeaders();
-    if (given) {
-      for (const k in given) {
-        hdrs ??= natsHeaders();
-        hdrs.set(k, given[k]);
-      }
+    if (given) for (const k in given) set(k, given[k]);
+    const t = natsSpan("publish", this.subject(subject), SpanKind.PRODUCER, opts.trace ?? currentRequestContext()?.trace, opts.msgId);
+    injectTrace(t.context, set);
+    try {
+      await this.js.publish(this.subject(subject), data, { msgID: opts.msgId, headers: hdrs });
+    } catch (err) {
+      endSpan(t.span, err);
+      throw err;
     }
-    await this.js.publish(this.subject(subject), data, { msgID: opts.msgId, headers: hdrs });
+    endSpan(t.span);
   }
 
   /**
@@ -333,10 +335,15 @@ export class Bus {
     if (msg.headers) for (const [k, v] of msg.headers) hdrs[k] = v[0] ?? "";
     // Keep the message ours while a slow handler runs.
     const keepAlive = setInterval(() => msg.working(), Math.max(1_000, (opts.ackWaitMs ?? 30_000) / 3));
-    const ctx = contextOf(hdrs, payload);
+    const t = natsSpan("process", msg.subject, SpanKind.CONSUMER, extractTrace((name) => hdrs[name]));
+    const ctx = contextOf(hdrs, payload, t.context);
     const debug = this.log.isLevelEnabled("debug");
     const started = this.observer || debug ? process.hrtime.bigint() : 0n;
     const observe = (outcome: HandledOutcome) => {
+      if (t.span) {
+        t.span.setAttribute("messaging.nats.outcome", outcome);
+        endSpan(t.span, outcome === "ack" ? undefined : outcome);
+      }
       if (!this.observer && !debug) return;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.observer?.handled(opts.durable, outcome, deliveryCount, seconds);
@@ -397,17 +404,19 @@ export class Bus {
     opts: { timeoutMs?: number } = {},
   ): Promise<z.infer<Res>> {
     let reply;
+    const t = natsSpan("request", this.subject(def.subject), SpanKind.CLIENT, currentRequestContext()?.trace);
     try {
+      let hdrs: ReturnType<typeof natsHeaders> | undefined;
+      const set = (k: string, v: string) => (hdrs ??= natsHeaders()).set(k, v);
       const given = contextHeaders();
-      let hdrs;
-      if (given) {
-        hdrs = natsHeaders();
-        for (const k in given) hdrs.set(k, given[k]);
-      }
+      if (given) for (const k in given) set(k, given[k]);
+      injectTrace(t.context, set);
       reply = await this.nc.request(this.subject(def.subject), encoder.encode(JSON.stringify(payload)), { timeout: opts.timeoutMs ?? 3_000, headers: hdrs });
     } catch (err) {
+      endSpan(t.span, err);
       throw new BusUnavailableError(`${def.subject}: ${(err as Error).message}`);
     }
+    endSpan(t.span);
     const body = JSON.parse(decoder.decode(reply.data)) as unknown;
     const failed = RpcError.safeParse(body);
     if (failed.success) throw new RpcCallError(failed.data.error.code, failed.data.error.message, failed.data.error.retryable);
@@ -427,9 +436,8 @@ export class Bus {
     this.subscriptions.push(sub);
     void (async () => {
       for await (const msg of sub) {
-        const ctx: RequestContext = msg.headers
-          ? { requestId: msg.headers.get(REQUEST_ID_HEADER) || undefined, ...traceContextOf((name) => msg.headers?.get(name) || undefined) }
-          : {};
+        const t = natsSpan("process", msg.subject, SpanKind.SERVER, msg.headers ? extractTrace((name) => msg.headers?.get(name) || undefined) : undefined);
+        const ctx: RequestContext = msg.headers ? { requestId: msg.headers.get(REQUEST_ID_HEADER) || undefined, trace: t.context } : { trace: t.context };
         const task = withRequestContext(ctx, async () => {
           let answer: unknown;
           try {
@@ -452,6 +460,7 @@ export class Bus {
             };
           }
           msg.respond(encoder.encode(JSON.stringify(answer)));
+          endSpan(t.span, (answer as { error?: { code?: string } })?.error?.code);
           if (this.log.isLevelEnabled("debug")) this.log.debug({ subject: def.subject, failed: (answer as { error?: unknown })?.error !== undefined }, "request answered");
         });
         this.inflight.add(task);

@@ -3,6 +3,7 @@ import type { EntityManager, MigrationInterface, QueryRunner } from "typeorm";
 import { eventSubject, type EventData, type EventType } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { currentRequestContext, type Logger } from "@platform/logging";
+import { extractTrace, traceparentOf } from "@platform/telemetry";
 import { queryPrepared, quoteIdent } from "@platform/db";
 import { REQUEST_ID_HEADER, type Bus } from "./bus";
 
@@ -16,6 +17,23 @@ export interface OutboxMessage {
   subject: string;
   payload: unknown;
   msgId: string;
+  /**
+   * The request (or bus message) that caused it: its request id and W3C
+   * `traceparent`, published with it as headers. `domainEvent` stamps the
+   * current request context's; writes that batch several requests together
+   * stamp each message with its own request's (`outboxOrigin`).
+   */
+  requestId?: string | null;
+  traceparent?: string | null;
+}
+
+/** Where an outbox message comes from: the request id and trace context of a request context. */
+export type OutboxOrigin = { requestId: string | null; traceparent: string | null };
+
+/** The current request context's origin (request id, the traceparent of its current span); nulls outside a request. */
+export function outboxOrigin(): OutboxOrigin {
+  const ctx = currentRequestContext();
+  return { requestId: ctx?.requestId ?? null, traceparent: traceparentOf(ctx?.trace) };
 }
 
 /** SQL of the outbox table, for each service's first migration. */
@@ -58,6 +76,31 @@ export function outboxRequestIdMigration(schema: string): new () => MigrationInt
   };
 }
 
+/**
+ * A migration adding `traceparent` to a schema's outbox (the W3C trace
+ * context of the span that wrote the row: the relay's publish continues that
+ * trace). Every service with an outbox lists `outboxTraceMigration("<schema>")`
+ * after `outboxRequestIdMigration`.
+ */
+export function outboxTraceMigration(schema: string): new () => MigrationInterface {
+  const sql = outboxTraceSql(schema);
+  return class OutboxTrace implements MigrationInterface {
+    name = "OutboxTrace1764300000000";
+    async up(q: QueryRunner): Promise<void> {
+      for (const statement of sql.up) await q.query(statement);
+    }
+    async down(q: QueryRunner): Promise<void> {
+      for (const statement of sql.down) await q.query(statement);
+    }
+  };
+}
+
+/** SQL of `outboxTraceMigration`. */
+export function outboxTraceSql(schema: string): { up: string[]; down: string[] } {
+  const s = quoteIdent(schema);
+  return { up: [`ALTER TABLE ${s}.outbox ADD COLUMN traceparent text`], down: [`ALTER TABLE ${s}.outbox DROP COLUMN traceparent`] };
+}
+
 /** SQL of `outboxRequestIdMigration`. */
 export function outboxRequestIdSql(schema: string): { up: string[]; down: string[] } {
   const s = quoteIdent(schema);
@@ -76,24 +119,38 @@ export function domainEvent<T extends EventType>(
     subject: eventSubject(type),
     msgId: id,
     payload: { event: type, timestamp: at.toISOString(), organizationId, data: { id, ...data } },
+    ...outboxOrigin(),
   };
 }
 
 /**
  * Writes messages to the outbox inside the caller's transaction (one
- * multi-row insert), with the current request's id when there is one.
+ * multi-row insert), each with its own origin (`requestId`, `traceparent`)
+ * when it has one, else the current request's.
  */
 export async function enqueue(manager: EntityManager, schema: string, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
-  const requestId = currentRequestContext()?.requestId ?? null;
+  let current: OutboxOrigin | undefined;
+  const origin = (m: OutboxMessage) => {
+    if (m.requestId === undefined || m.traceparent === undefined) current ??= outboxOrigin();
+    return { requestId: m.requestId === undefined ? current!.requestId : m.requestId, traceparent: m.traceparent === undefined ? current!.traceparent : m.traceparent };
+  };
+  const origins = messages.map(origin);
   // One text whatever the count (arrays), so the statement is prepared once per connection; rows in the given order.
   await queryPrepared(
     manager,
     `outbox.enqueue.${schema}`,
-    `INSERT INTO ${quoteIdent(schema)}.outbox (msg_id, subject, payload, request_id)
-     SELECT u.msg_id, u.subject, u.payload, $4::text FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(msg_id, subject, payload, ord)
+    `INSERT INTO ${quoteIdent(schema)}.outbox (msg_id, subject, payload, request_id, traceparent)
+     SELECT u.msg_id, u.subject, u.payload, u.request_id, u.traceparent
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(msg_id, subject, payload, request_id, traceparent, ord)
      ORDER BY u.ord`,
-    [messages.map((m) => m.msgId), messages.map((m) => m.subject), messages.map((m) => JSON.stringify(m.payload)), requestId],
+    [
+      messages.map((m) => m.msgId),
+      messages.map((m) => m.subject),
+      messages.map((m) => JSON.stringify(m.payload)),
+      origins.map((o) => o.requestId),
+      origins.map((o) => o.traceparent),
+    ],
   );
 }
 
@@ -117,7 +174,7 @@ export interface RelayOptions {
 /** Postgres ends the active relay's session after this long without a query (PostgreSQL 14+). */
 const RELAY_IDLE_SESSION_TIMEOUT_MS = 15_000;
 
-type OutboxRow = { id: string; msg_id: string; subject: string; payload: string; request_id: string | null };
+type OutboxRow = { id: string; msg_id: string; subject: string; payload: string; request_id: string | null; traceparent: string | null };
 
 /** A schema's outbox as the relay sees it (metrics). */
 export interface OutboxBacklog {
@@ -260,14 +317,19 @@ export class OutboxRelay {
     const schema = quoteIdent(this.opts.schema);
     const { rows } = await client.query<OutboxRow>({
       name: `outbox.select`,
-      text: `SELECT id, msg_id, subject, payload, request_id FROM ${schema}.outbox ORDER BY id LIMIT $1`,
+      text: `SELECT id, msg_id, subject, payload, request_id, traceparent FROM ${schema}.outbox ORDER BY id LIMIT $1`,
       values: [this.opts.batchSize ?? 500],
     });
     if (rows.length === 0) return 0;
     // Publishes are pipelined in id order on one connection, so the stream keeps that order.
     await Promise.all(
       rows.map((r) =>
-        this.opts.bus.publish(r.subject, r.payload, { msgId: r.msg_id, headers: r.request_id ? { [REQUEST_ID_HEADER]: r.request_id } : {} }),
+        this.opts.bus.publish(r.subject, r.payload, {
+          msgId: r.msg_id,
+          headers: r.request_id ? { [REQUEST_ID_HEADER]: r.request_id } : {},
+          // The publish continues the trace of the request that wrote the row.
+          trace: r.traceparent ? extractTrace((name) => (name === "traceparent" ? r.traceparent : undefined)) : undefined,
+        }),
       ),
     );
     await client.query({ name: `outbox.delete`, text: `DELETE FROM ${schema}.outbox WHERE id = ANY($1::bigint[])`, values: [rows.map((r) => r.id)] });

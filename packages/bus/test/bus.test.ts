@@ -4,7 +4,8 @@ import { RPC, STREAMS } from "@platform/contracts";
 import { createDataSource, ensureDatabase } from "@platform/db";
 import { createLogger, currentRequestContext, withRequestContext } from "@platform/logging";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
-import { Bus, domainEvent, enqueue, OutboxRelay, outboxRequestIdSql, outboxTableSql, PermanentError, RetryableError, RpcCallError } from "../src";
+import { extractTrace, traceparentOf } from "@platform/telemetry";
+import { Bus, domainEvent, enqueue, OutboxRelay, outboxRequestIdSql, outboxTableSql, outboxTraceSql, PermanentError, RetryableError, RpcCallError } from "../src";
 
 const log = createLogger("bus-test", "silent");
 const Payload = z.object({ n: z.number() });
@@ -152,27 +153,40 @@ describe("bus (real NATS)", () => {
     const ds = createDataSource({ url: env.databaseUrl, schema: "relaytest", entities: [], migrations: [] });
     await ds.initialize();
     await ds.query(`CREATE SCHEMA IF NOT EXISTS relaytest`);
-    for (const sql of [...outboxTableSql("relaytest").up, ...outboxRequestIdSql("relaytest").up]) await ds.query(sql);
+    for (const sql of [...outboxTableSql("relaytest").up, ...outboxRequestIdSql("relaytest").up, ...outboxTraceSql("relaytest").up]) await ds.query(sql);
     const relay = new OutboxRelay({ databaseUrl: env.databaseUrl, schema: "relaytest", bus, log });
     relay.start();
     const received: string[] = [];
+    const headersOf = new Map<string, Record<string, string>>();
     await bus.consume({
       stream: STREAMS.events,
       durable: "outbox-test",
       subject: { subject: "evt.>", schema: z.any() },
-      handler: async (p) => {
+      handler: async (p, ctx) => {
         received.push(p.data.id);
+        headersOf.set(p.data.id, ctx.headers);
       },
     });
-    const evt = domainEvent("webhook.test", "org_x", { webhookId: "wh_1" });
+    // Written inside a request: the row keeps its request id and trace context, published as headers.
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const evt = withRequestContext({ requestId: "req_outbox", trace: extractTrace((n) => (n === "traceparent" ? traceparent : undefined)) }, () =>
+      domainEvent("webhook.test", "org_x", { webhookId: "wh_1" }),
+    );
     await ds.transaction((m) => enqueue(m, "relaytest", [evt]));
     // A rolled-back transaction publishes nothing.
     await ds.transaction(async (m) => {
       await enqueue(m, "relaytest", [domainEvent("webhook.test", "org_x", { webhookId: "wh_2" })]);
       throw new Error("rollback");
     }).catch(() => undefined);
-    await eventually(() => received.length === 1, 5_000);
+    await eventually(() => received.length >= 1, 5_000);
     expect(received).to.deep.equal([evt.msgId]);
+    expect(headersOf.get(evt.msgId)).to.include({ "X-Request-Id": "req_outbox", traceparent });
+    // A message stamped with its own origin (a statement batching several requests) keeps it, whatever the context.
+    const other = { ...domainEvent("webhook.test", "org_x", { webhookId: "wh_3" }), requestId: "req_other", traceparent: null };
+    await withRequestContext({ requestId: "req_batch" }, () => ds.transaction((m) => enqueue(m, "relaytest", [other])));
+    await eventually(() => headersOf.has(other.msgId), 5_000);
+    expect(headersOf.get(other.msgId)?.["X-Request-Id"]).to.equal("req_other");
+    expect(headersOf.get(other.msgId)).to.not.have.property("traceparent");
     // Deleted right after publishing.
     await eventually(async () => (await ds.query(`SELECT count(*)::int AS n FROM relaytest.outbox`))[0].n === 0, 5_000);
     await relay.stop();
@@ -184,7 +198,7 @@ describe("bus (real NATS)", () => {
     const ds = createDataSource({ url: env.databaseUrl, schema: "relayha", entities: [], migrations: [] });
     await ds.initialize();
     await ds.query(`CREATE SCHEMA IF NOT EXISTS relayha`);
-    for (const sql of [...outboxTableSql("relayha").up, ...outboxRequestIdSql("relayha").up]) await ds.query(sql);
+    for (const sql of [...outboxTableSql("relayha").up, ...outboxRequestIdSql("relayha").up, ...outboxTraceSql("relayha").up]) await ds.query(sql);
     const options = { databaseUrl: env.databaseUrl, schema: "relayha", bus, log, standbyRetryMs: 100 };
     const a = new OutboxRelay(options);
     const b = new OutboxRelay(options);
@@ -269,11 +283,12 @@ describe("bus: request id across NATS and consumer metrics (real NATS)", () => {
     expect(answer).to.deep.equal({ requestId: "req_rpc", organizationId: "org_1" });
   });
 
-  it("passes the W3C trace context (traceparent) on over request/reply unchanged", async () => {
+  it("passes the W3C trace context (traceparent) on over request/reply unchanged when tracing is off", async () => {
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     const def = { subject: "rpc.trace.test.v1", request: z.object({}), response: z.object({ traceparent: z.string() }) };
-    bus.serve(def, async () => ({ traceparent: currentRequestContext()?.traceparent ?? "" }));
-    const answer = await withRequestContext({ requestId: "req_t", traceparent }, () => bus.request(def, {}));
+    bus.serve(def, async () => ({ traceparent: traceparentOf(currentRequestContext()?.trace) ?? "" }));
+    const trace = extractTrace((name) => (name === "traceparent" ? traceparent : undefined));
+    const answer = await withRequestContext({ requestId: "req_t", trace }, () => bus.request(def, {}));
     expect(answer).to.deep.equal({ traceparent });
   });
 });

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Request, Response, Router } from "express";
-import { traceContextOf, withRequestContext, type Logger } from "@platform/logging";
+import { withRequestContext, type Logger } from "@platform/logging";
+import { httpServerSpan } from "@platform/telemetry";
 import { ApiError } from "./errors";
 import type { Metrics } from "./metrics";
 import { refuseDeepJson } from "./validate";
@@ -164,7 +165,7 @@ export function createServiceListener(opts: {
     const ctx = {
       requestId,
       organizationId: typeof organization === "string" && organization ? organization : undefined,
-      ...traceContextOf((name) => req.headers[name]),
+      trace: httpServerSpan(route.method, req.headers, res, () => route.path),
     };
     logFinished(log, route.method, res, () => route.path, ctx);
     withRequestContext(ctx, () => serve(req, res, route, requestId)).catch((err: unknown) => {

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from "express";
-import { currentRequestContext, traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { currentRequestContext, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { httpServerSpan } from "@platform/telemetry";
 import { newId } from "@platform/id";
 import { z } from "zod";
 import { isDependencyDown } from "./dependency";
@@ -32,10 +33,20 @@ export function requestId(log?: Logger): RequestHandler {
     const id = requestIdFor(req.header(INTERNAL_HEADERS.requestId));
     res.locals.requestId = id;
     res.setHeader("X-Request-Id", id);
-    const ctx: RequestContext = { requestId: id, ...traceContextOf((name) => req.headers[name]) };
+    // The server span (tracing on) is named by the route template express matched, read when the answer is sent.
+    const trace = httpServerSpan(req.method, req.headers, res, () => routeTemplate(req, res.statusCode));
+    const ctx: RequestContext = { requestId: id, trace };
+    res.locals.trace = trace;
     if (log) logFinished(log, req.method, res, () => req.originalUrl.split("?")[0], ctx);
     withRequestContext(ctx, next);
   };
+}
+
+/** The route template express matched (`/api/v1/contacts/:id`), for metrics and span names; `unmatched` for a 404. */
+export function routeTemplate(req: Request, status: number): string {
+  const route = req.route?.path as string | undefined;
+  if (route !== undefined) return `${req.baseUrl}${route}`;
+  return status === 404 ? "unmatched" : req.baseUrl || "other";
 }
 
 /** At debug level, one log line when the answer is sent: method, path, status, duration, request id and organization. */

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { trace, type Context } from "@opentelemetry/api";
 import pino from "pino";
 
 export type Logger = pino.Logger;
@@ -12,22 +13,11 @@ export interface RequestContext {
   requestId?: string;
   organizationId?: string;
   /**
-   * The W3C trace context the request came with (`traceparent`, `tracestate`),
-   * passed on unchanged over HTTP and NATS headers so a tracing system sees one
-   * trace across services (no spans are recorded here).
+   * The OpenTelemetry context the request is handled in (@platform/telemetry):
+   * its current span when tracing is on, else the W3C trace context the
+   * request came with, passed on unchanged over HTTP and NATS headers.
    */
-  traceparent?: string;
-  tracestate?: string;
-}
-
-const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-/** The trace context of a set of headers (HTTP or NATS), when `traceparent` is well-formed. */
-export function traceContextOf(get: (name: string) => string | string[] | undefined | null): Pick<RequestContext, "traceparent" | "tracestate"> {
-  const parent = get("traceparent");
-  if (typeof parent !== "string" || !TRACEPARENT.test(parent)) return {};
-  const state = get("tracestate");
-  return typeof state === "string" && state.length <= 512 ? { traceparent: parent, tracestate: state } : { traceparent: parent };
+  trace?: Context;
 }
 
 /** The current request's context, across awaits (AsyncLocalStorage). */
@@ -50,6 +40,10 @@ function contextFields(): object {
   const fields: Record<string, string> = {};
   if (ctx.requestId) fields.requestId = ctx.requestId;
   if (ctx.organizationId) fields.organizationId = ctx.organizationId;
+  if (ctx.trace) {
+    const traceId = trace.getSpanContext(ctx.trace)?.traceId;
+    if (traceId) fields.traceId = traceId;
+  }
   return fields;
 }
 
@@ -57,7 +51,7 @@ function contextFields(): object {
  * JSON logs on stdout: a constant message plus fields, e.g.
  * `log.error({ webhookId, attempt }, "webhook delivery failed")`.
  * Every line has `service`, and inside a request (or a bus message caused by
- * one) its `requestId` and `organizationId`.
+ * one) its `requestId` and `organizationId` (and `traceId` in a traced request).
  * Secrets are redacted wherever they might appear in a logged object.
  */
 export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info", destination?: pino.DestinationStream): Logger {

@@ -7,6 +7,8 @@ import {
   type TextMessageInput,
 } from "./bodies";
 import { classifyResponse, type ProviderResult } from "./result";
+import { currentRequestContext } from "@platform/logging";
+import { httpClientSpan, tracingEnabled } from "@platform/telemetry";
 
 export interface ProviderClientOptions {
   /** e.g. `https://graph.facebook.com/v21.0` or the simulator's URL; may carry a path prefix. */
@@ -52,10 +54,25 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
 
   const observe = options.observe;
   async function post(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
+    if (tracingEnabled()) return traced(phoneNumberId, body);
     if (!observe) return call(phoneNumberId, body);
     const started = process.hrtime.bigint();
     const result = await call(phoneNumberId, body);
     observe(result, Number(process.hrtime.bigint() - started) / 1e9);
+    return result;
+  }
+
+  /**
+   * A call under a client span (tracing on), child of the current request's span. The provider is a third
+   * party: our `traceparent` is not sent to it (ADR 0011).
+   */
+  async function traced(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
+    const span = httpClientSpan("POST", `${base.origin}${pathPrefix}/${phoneNumberId}/messages`, currentRequestContext()?.trace, { "peer.service": "provider" });
+    const started = process.hrtime.bigint();
+    const result = await call(phoneNumberId, body);
+    observe?.(result, Number(process.hrtime.bigint() - started) / 1e9);
+    if (result.ok) span.end(200);
+    else span.end(result.httpStatus ?? undefined, new Error(`${result.kind} ${result.code}: ${result.title}`));
     return result;
   }
 

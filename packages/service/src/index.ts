@@ -9,6 +9,7 @@ import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@
 import { createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
 import { Lifecycle, LoadGate, waitFor } from "@platform/runtime";
+import { startTracing } from "@platform/telemetry";
 
 /** What a service's wiring receives: its parsed env and its connections. */
 export interface ServiceDeps<E> {
@@ -70,6 +71,9 @@ export async function startService<S extends z.ZodRawShape>(
   const log = createLogger(def.name, env.LOG_LEVEL);
   const lifecycle = new Lifecycle(log);
   if (opts.installSignalHandlers) lifecycle.installSignalHandlers();
+  // OpenTelemetry when an OTLP endpoint is configured (off otherwise); registered first, so stopped last.
+  const tracing = startTracing(def.name, rawEnv, log);
+  lifecycle.onStop("tracing", () => tracing.shutdown());
 
   const db = await waitFor(
     "postgres",

@@ -142,3 +142,4 @@ export async function collectSubject(natsUrl: string, subject: string) {
     },
   };
 }
+export * from "./otlp";

@@ -1,4 +1,4 @@
-import { outboxRequestIdMigration } from "@platform/bus";
+import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import { Router } from "express";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeChannelUpserted } from "./bus/consumers/sys.channel.upserted.consumer";
@@ -24,7 +24,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: SCHEMA,
   env: envShape,
   entities,
-  migrations: [CreateContactsSchema1763760000000, outboxRequestIdMigration("contacts")],
+  migrations: [CreateContactsSchema1763760000000, outboxRequestIdMigration("contacts"), outboxTraceMigration("contacts")],
   routes(deps) {
     const ctx = createContext(deps);
     const router = Router();

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError, INTERNAL_HEADERS, logFinished, requestIdFor, toApiError, type Metrics } from "@platform/http";
-import { traceContextOf, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { withRequestContext, type Logger, type RequestContext } from "@platform/logging";
+import { httpServerSpan } from "@platform/telemetry";
 import { bearerKey, hashApiKey } from "./auth/api-keys";
 import type { AuthCache } from "./auth/key-cache";
 import { planCovers } from "./plans";
@@ -76,7 +77,7 @@ export function createApiFront(deps: {
     if (!planCovers(org.plan, req.method ?? "GET", lower)) {
       throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
     }
-    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId };
+    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId, trace: ctx.trace };
     target.proxy(req, res);
   };
 
@@ -90,7 +91,7 @@ export function createApiFront(deps: {
     res.setHeader("X-Request-Id", requestId);
     // Answers carry an organization's data (or say whether a key works): no cache may keep them.
     res.setHeader("Cache-Control", "no-store");
-    const ctx: RequestContext = { requestId, ...traceContextOf((name) => req.headers[name]) };
+    const ctx: RequestContext = { requestId, trace: httpServerSpan(req.method, req.headers, res, () => route.label) };
     logFinished(log, req.method, res, () => path, ctx);
     withRequestContext(ctx, () => handle(req, res, path, requestId, route, ctx)).catch((err: unknown) => sendError(res, err, log, path));
   };

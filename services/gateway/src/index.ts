@@ -4,6 +4,7 @@ import { parseEnv } from "@platform/config";
 import { openDatabase } from "@platform/db";
 import { createLogger } from "@platform/logging";
 import { Lifecycle, waitFor } from "@platform/runtime";
+import { startTracing } from "@platform/telemetry";
 import { createGateway } from "./app";
 import { definitionEntities, definitionMigrations, SCHEMA } from "./db/definition";
 import { envSchema } from "./env";
@@ -13,6 +14,9 @@ async function main(): Promise<void> {
   const log = createLogger("gateway", env.LOG_LEVEL);
   const lifecycle = new Lifecycle(log);
   lifecycle.installSignalHandlers();
+  // Registered first, so stopped last: spans of the requests finished while draining are still exported.
+  const tracing = startTracing("gateway", process.env, log);
+  lifecycle.onStop("tracing", () => tracing.shutdown());
 
   const db = await waitFor(
     "postgres",

@@ -1,7 +1,8 @@
 import http from "node:http";
 import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin } from "http-proxy-middleware";
 import { errorBody, INTERNAL_HEADERS } from "@platform/http";
-import type { Logger } from "@platform/logging";
+import { currentRequestContext, type Logger } from "@platform/logging";
+import { httpClientSpan, injectTrace, tracingEnabled, type Context } from "@platform/telemetry";
 
 /** A proxy as plain node:http middleware: usable from express and from the /api/v1 front alike. */
 export type ProxyHandler = (req: http.IncomingMessage, res: http.ServerResponse, next?: (err?: unknown) => void) => void;
@@ -10,8 +11,19 @@ export type ProxyHandler = (req: http.IncomingMessage, res: http.ServerResponse,
 export interface Forwarded {
   organizationId?: unknown;
   requestId?: unknown;
+  /** The trace context of the gateway's server span (the proxy hop's client span is its child). */
+  trace?: Context;
 }
-export type ForwardedRequest = http.IncomingMessage & { forwarded?: Forwarded; originalUrl?: string; res?: { locals?: Forwarded } };
+export type ForwardedRequest = http.IncomingMessage & {
+  forwarded?: Forwarded;
+  originalUrl?: string;
+  res?: { locals?: Forwarded };
+  /** Ends the proxy hop's client span (tracing on). */
+  endHop?: (status?: number, err?: unknown) => void;
+};
+
+/** The W3C trace headers: with tracing on, the gateway replaces the client's with its proxy hop's. */
+const TRACE_HEADERS = ["traceparent", "tracestate"];
 
 /** Headers a client may send that only the gateway is allowed to set. */
 const FORGEABLE = [INTERNAL_HEADERS.token, INTERNAL_HEADERS.organization, "x-forwarded-organization"];
@@ -51,8 +63,22 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
         if (typeof org === "string") proxyReq.setHeader(INTERNAL_HEADERS.organization, org);
         const requestId = forwarded?.requestId;
         if (typeof requestId === "string") proxyReq.setHeader(INTERNAL_HEADERS.requestId, requestId);
+        // Tracing on: the hop is a client span, child of the gateway's server span, and the service continues it.
+        // Off: the client's own traceparent (if any) goes through unchanged.
+        if (tracingEnabled()) {
+          const r = req as ForwardedRequest;
+          const hop = httpClientSpan(req.method ?? "GET", `${target}${proxyReq.path}`, forwarded?.trace ?? currentRequestContext()?.trace, { "peer.service": opts.service });
+          for (const h of TRACE_HEADERS) proxyReq.removeHeader(h);
+          injectTrace(hop.context, (name, value) => proxyReq.setHeader(name, value));
+          r.endHop = (status, err) => {
+            r.endHop = undefined;
+            hop.end(status, err);
+          };
+        }
       },
+      proxyRes: (proxyRes, req) => (req as ForwardedRequest).endHop?.(proxyRes.statusCode),
       error: (err, req, res) => {
+        (req as ForwardedRequest).endHop?.(undefined, err);
         opts.log.warn({ service: opts.service, err: err.message, path: (req as http.IncomingMessage).url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
           res.writeHead(503, { "Content-Type": "application/json" });

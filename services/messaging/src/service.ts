@@ -1,4 +1,4 @@
-import { outboxRequestIdMigration } from "@platform/bus";
+import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import { providerCallObserver } from "@platform/http";
 import { createProviderClient } from "@platform/provider-client";
 import type { ServiceDefinition } from "@platform/service";
@@ -43,7 +43,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000, outboxRequestIdMigration("messaging")],
+  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000, outboxRequestIdMigration("messaging"), outboxTraceMigration("messaging")],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {

@@ -1,4 +1,4 @@
-import { outboxRequestIdMigration } from "@platform/bus";
+import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
@@ -7,6 +7,7 @@ import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { RecipientsWithoutForeignKey1764100000000 } from "./db/migrations/1764100000000-RecipientsWithoutForeignKey";
 import { JobsOrganizationPage1764200000000 } from "./db/migrations/1764200000000-JobsOrganizationPage";
+import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
 import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
@@ -55,6 +56,8 @@ export const definition: ServiceDefinition<typeof envShape> = {
     outboxRequestIdMigration("template_jobs"),
     RecipientsWithoutForeignKey1764100000000,
     JobsOrganizationPage1764200000000,
+    outboxTraceMigration("template_jobs"),
+    JobOrigin1764300000000,
   ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),

@@ -1,4 +1,4 @@
-import { outboxRequestIdMigration } from "@platform/bus";
+import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import { ApiKeyEntity } from "./entities/api-key.entity";
 import { InvitationEntity } from "./entities/invitation.entity";
 import { OrganizationEntity } from "./entities/organization.entity";
@@ -8,5 +8,5 @@ import { Init1763769600000 } from "./migrations/1763769600000-Init";
 import { ConsoleUsers1764000000000 } from "./migrations/1764000000000-ConsoleUsers";
 
 export const definitionEntities = [OrganizationEntity, ApiKeyEntity, UserEntity, InvitationEntity, SessionEntity];
-export const definitionMigrations = [Init1763769600000, ConsoleUsers1764000000000, outboxRequestIdMigration("gateway")];
+export const definitionMigrations = [Init1763769600000, ConsoleUsers1764000000000, outboxRequestIdMigration("gateway"), outboxTraceMigration("gateway")];
 export const SCHEMA = "gateway";

@@ -1,4 +1,4 @@
-import { enqueue, PermanentError, type OutboxMessage } from "@platform/bus";
+import { enqueue, outboxOrigin, PermanentError, type OutboxMessage, type OutboxOrigin } from "@platform/bus";
 import {
   normalizePhone,
   ProviderMessagesValue,
@@ -96,11 +96,13 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
     waIds: senders.map(([, m]) => m.from.replace(/[^\d]/g, "")),
   });
 
-  await groupOf(ctx).inbound.submit(channel.id, { channel, items: fresh.map(({ m, phone }) => ({ m, phone, contactId: contactIds.get(phone)! })) }).then(settle);
+  // Each batch's events carry its own request id and trace, though written together with other batches' (group commit).
+  const origin = outboxOrigin();
+  await groupOf(ctx).inbound.submit(channel.id, { channel, items: fresh.map(({ m, phone }) => ({ m, phone, contactId: contactIds.get(phone)!, origin })) }).then(settle);
 }
 
-type InboundItem = { m: ProviderInboundMessage; phone: string; contactId: string };
-type StatusInput = { ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null };
+type InboundItem = { m: ProviderInboundMessage; phone: string; contactId: string; origin: OutboxOrigin };
+type StatusInput = { ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null; origin: OutboxOrigin };
 type Outcome = { ok: true } | { ok: false; err: unknown };
 const settle = (o: Outcome): void => {
   if (!o.ok) throw o.err;
@@ -160,7 +162,9 @@ async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: I
       channelId: channel.id,
       contacts: todo.map(({ phone, contactId }) => ({ contactId, phone })),
     });
-    const rows: InboundInsert[] = todo.map(({ m, phone, contactId }) => {
+    const originOf = new Map<string, OutboxOrigin>();
+    const rows: InboundInsert[] = todo.map(({ m, phone, contactId, origin }) => {
+      originOf.set(m.id, origin);
       return {
         id: newId("message"),
         organizationId: channel.organization_id,
@@ -181,9 +185,9 @@ async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: I
       const c = conversations.get(r.contactId)!;
       if (c.opened && !announced.has(c.conversation.id)) {
         announced.add(c.conversation.id);
-        events.push({ ...conversationEvent(c.conversation, "conversation.opened"), messageId: r.id });
+        events.push({ ...conversationEvent(c.conversation, "conversation.opened"), ...originOf.get(r.providerMessageId), messageId: r.id });
       }
-      events.push({ ...messageReceivedEvent(inboundRow(r)), messageId: r.id });
+      events.push({ ...messageReceivedEvent(inboundRow(r)), ...originOf.get(r.providerMessageId), messageId: r.id });
     }
     await messagesRepository.insertInboundBatch(tx, rows, events);
   });
@@ -238,6 +242,7 @@ const FINAL = new Set<MessageStatus>(["read", "failed"]);
  * the changes it made go to the outbox in the same transaction.
  */
 async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: ProviderStatus[]): Promise<void> {
+  const origin = outboxOrigin();
   const input = statuses.map((s) => {
     const e = s.status === "failed" ? s.errors?.[0] : undefined;
     return {
@@ -246,6 +251,7 @@ async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuse
       status: s.status,
       errorCode: s.status === "failed" ? (e ? String(e.code) : "unknown") : null,
       errorTitle: s.status === "failed" ? (e?.title ?? e?.message ?? "Message failed") : null,
+      origin,
     };
   });
   await groupOf(ctx).statuses.submit(channel.id, { channel, input }).then(settle);
@@ -260,16 +266,19 @@ async function writeStatuses(ctx: MessagingContext, channel: ChannelRow, input: 
     const changedIds = new Set(changed.map((c) => c.id));
     const idOfProviderId = new Map(changed.filter((c) => c.provider_message_id).map((c) => [c.provider_message_id!, c.id]));
     const targetsOf = new Map<string, string[]>();
+    // A message's events carry the request id and trace of the (first) provider batch that named it.
+    const originOf = new Map<string, OutboxOrigin>();
     for (const s of input) {
       const id = s.ourId && changedIds.has(s.ourId) ? s.ourId : idOfProviderId.get(s.providerMessageId);
       if (!id) continue;
       let list = targetsOf.get(id);
       if (!list) targetsOf.set(id, (list = []));
       list.push(s.status);
+      if (!originOf.has(id)) originOf.set(id, s.origin);
     }
     const events: OutboxMessage[] = [];
     for (const { old_status: before, ...row } of changed) {
-      for (const step of transitions(before, targetsOf.get(row.id) ?? [], row.status)) events.push(messageStatusEvent(row, step));
+      for (const step of transitions(before, targetsOf.get(row.id) ?? [], row.status)) events.push({ ...messageStatusEvent(row, step), ...originOf.get(row.id) });
     }
     await enqueue(tx, "messaging", events);
   });

@@ -1,3 +1,4 @@
+import { outboxOrigin } from "@platform/bus";
 import { sqlState } from "@platform/db";
 import { Batcher } from "@platform/runtime";
 import { messagesRepository, sendRounds, type MessageRow, type OutboundInput, type SentMarkInput } from "../db/repositories/messages.repository";
@@ -75,7 +76,8 @@ export class SendWrites {
 
   /** Stores a new outbound text (`pending`, leased) and reserves its pacing slot; answers the row and how long to wait for the slot. */
   async store(input: OutboundInput): Promise<Stored> {
-    return Failed.unwrap(await this.batcher.submit("send", { kind: "store", input })) as Stored;
+    // The batch's statement runs in the first caller's context: each input keeps its own request's origin.
+    return Failed.unwrap(await this.batcher.submit("send", { kind: "store", input: input.origin ? input : { ...input, origin: outboxOrigin() } })) as Stored;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { RPC, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
-import { BusUnavailableError, RpcCallError } from "@platform/bus";
+import { BusUnavailableError, outboxOrigin, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
 import { newId } from "@platform/id";
@@ -105,6 +105,8 @@ export async function createJob(
       recipients: n,
       scheduled_for: scheduledFor,
       throttle_per_hour: body.throttlePerHour ?? null,
+      // The request's id and trace, continued by the job's run.
+      ...(({ requestId, traceparent }) => ({ request_id: requestId, traceparent }))(outboxOrigin()),
     });
     await jobsRepository.insertRecipients(m, row.id, { phones, contactIds, bodyParameters, buttonParameters });
     const created = toJob(row);

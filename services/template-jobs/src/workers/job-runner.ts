@@ -1,5 +1,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
+import { withRequestContext } from "@platform/logging";
+import { endSpan, extractTrace, SpanKind, startSpan } from "@platform/telemetry";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
 import { runJob } from "../use-cases/run-job";
@@ -26,7 +28,14 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
           const job = await jobsRepository.claimJob(ctx.db, owner, ctx.env.JOB_LEASE_MS);
           if (job) {
             claimed = true;
-            const task = runJob(ctx, job, opts)
+            // The run continues the request that created the job: its request id on log lines and on the sends' events
+            // (through the template send RPC's headers), and its trace under a `template job run` span.
+            const traced = startSpan("template job run", SpanKind.INTERNAL, extractTrace((name) => (name === "traceparent" ? (job.traceparent ?? undefined) : undefined)), {
+              "template_job.id": job.id,
+            });
+            const run = withRequestContext({ requestId: job.request_id ?? undefined, organizationId: job.organization_id, trace: traced.context }, () => runJob(ctx, job, opts));
+            const task = run
+              .finally(() => endSpan(traced.span))
               .catch((err) => ctx.log.warn({ jobId: job.id, err: (err as Error).message }, "job run ended with an error; it will be taken again"))
               .finally(() => {
                 running.delete(task);

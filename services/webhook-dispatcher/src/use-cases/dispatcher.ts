@@ -14,6 +14,7 @@ import { WEBHOOK_MAX_RETRIES } from "@platform/contracts";
 import type { Logger } from "@platform/logging";
 import { newId } from "@platform/id";
 import { sleep } from "@platform/runtime";
+import { httpClientSpan } from "@platform/telemetry";
 import type { ClaimedJob, DeliveryRepository, JobCompletion } from "../db/repositories/delivery.repository";
 import type { HttpSender } from "./http-sender";
 import { deliveryHeaders } from "./payload";
@@ -207,7 +208,10 @@ export class Dispatcher {
     // The body's bytes once for both signatures and the request.
     const body = Buffer.from(job.body, "utf8");
     const headers = deliveryHeaders({ body, secret: job.secret, event: job.event, eventId: job.eventId, deliveryId, now: startedAt });
+    // A client span (tracing on) under the event's trace; our traceparent is not sent to the integrator's endpoint (ADR 0011).
+    const span = httpClientSpan("POST", job.url, job.trace, { "webhook.id": job.webhookId, "webhook.event": job.event, "webhook.attempt": job.attempt });
     const outcome = await this.opts.sender.send(job.url, body, headers);
+    span.end(outcome.status ?? undefined, outcome.ok || outcome.status !== null ? undefined : outcome.error);
     // Cut short by shutdown: not a failure of the endpoint; released for the next start.
     if (this.stopped && outcome.status === null) {
       this.cutShort.push(job.jobId);

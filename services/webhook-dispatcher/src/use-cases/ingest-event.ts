@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { DomainEvent } from "@platform/contracts";
-import type { Logger } from "@platform/logging";
+import { currentRequestContext, type Logger } from "@platform/logging";
+import type { Context } from "@platform/telemetry";
 import type { DeliveryRepository } from "../db/repositories/delivery.repository";
 import type { Dispatcher } from "./dispatcher";
 import { serializeEvent } from "./payload";
@@ -8,6 +9,8 @@ import { serializeEvent } from "./payload";
 type Incoming = z.infer<typeof DomainEvent>;
 interface Pending {
   event: { id: string; organizationId: string; event: string; body: string; occurredAt: string };
+  /** The consumer span's context (the event's trace): the first attempts continue it. */
+  trace: Context | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -32,7 +35,7 @@ export class EventIngestor {
     const data = event.data as { id: string } & Record<string, unknown>;
     const body = serializeEvent({ event: event.event, timestamp: event.timestamp, organizationId: event.organizationId, data });
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ event: { id: data.id, organizationId: event.organizationId, event: event.event, body, occurredAt: event.timestamp }, resolve, reject });
+      this.queue.push({ event: { id: data.id, organizationId: event.organizationId, event: event.event, body, occurredAt: event.timestamp }, trace: currentRequestContext()?.trace, resolve, reject });
       if (!this.writing) void this.drain();
     });
   }
@@ -47,8 +50,9 @@ export class EventIngestor {
         try {
           const jobs = await this.repo.ingest(unique, this.dispatcher.leaseTerms());
           const byId = new Map(unique.map((e) => [e.id, e]));
+          const traceOf = new Map(batch.map((p) => [p.event.id, p.trace]));
           this.dispatcher.adopt(
-            jobs.filter((j) => j.leased).map((j) => ({ ...j, event: byId.get(j.eventId)!.event, body: byId.get(j.eventId)!.body })),
+            jobs.filter((j) => j.leased).map((j) => ({ ...j, event: byId.get(j.eventId)!.event, body: byId.get(j.eventId)!.body, trace: traceOf.get(j.eventId) })),
             jobs.some((j) => !j.leased),
           );
           for (const p of batch) p.resolve();

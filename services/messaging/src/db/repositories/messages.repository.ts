@@ -1,4 +1,4 @@
-import type { OutboxMessage } from "@platform/bus";
+import type { OutboxMessage, OutboxOrigin } from "@platform/bus";
 import { newId } from "@platform/id";
 import { currentRateSql } from "./pacing-rate";
 import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
@@ -6,7 +6,20 @@ import type { ConversationRow } from "./conversations.repository";
 import type { MessageStatus, TemplatePayload } from "../entities/message.entity";
 
 /** An outbound text to store as `pending`, leased to its sender for `leaseMs`. */
-export type OutboundInput = { id: string; organizationId: string; channelId: string; contactId: string; phone: string; text: string; leaseMs: number };
+export type OutboundInput = {
+  id: string;
+  organizationId: string;
+  channelId: string;
+  contactId: string;
+  phone: string;
+  text: string;
+  leaseMs: number;
+  /** The request that sends it (its events carry its request id and trace; a statement holds several requests' sends). */
+  origin?: OutboxOrigin;
+};
+
+/** The origin columns of outbox rows written by a set-based statement, one value per event. */
+const originParams = (events: OutboxMessage[]) => [events.map((e) => e.requestId ?? null), events.map((e) => e.traceparent ?? null)];
 
 export interface MessageRow {
   id: string;
@@ -53,10 +66,11 @@ export interface InboundInsert {
 /** An attempt the provider accepted: its message becomes `sent`, with the event. */
 export type SentMarkInput = { id: string; attempt: number; providerMessageId: string; event: OutboxMessage };
 
-/** Store part of `writeSendStatement` ($1–$11): pacing, conversations, messages, conversation.opened events. */
+/** Store part of `writeSendStatement` ($1–$13): pacing, conversations, messages, conversation.opened events. */
 const STORE_CTES = `input AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[])
-      AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload)
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::text[], $11::text[],
+                         $12::text[], $13::text[])
+      AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, text, lease_ms, msg_id, subject, payload, request_id, traceparent)
   ), t AS (
     SELECT clock_timestamp() AS now
   ), demand AS (
@@ -87,13 +101,13 @@ const STORE_CTES = `input AS (
     FROM input i JOIN conv ON conv.channel_id = i.channel_id AND conv.contact_id = i.contact_id
     RETURNING *
   ), evt AS (
-    INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
-    SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
+    INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload, request_id, traceparent)
+    SELECT i.msg_id, i.subject, i.payload, i.request_id, i.traceparent FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
     RETURNING 1
   )`;
 
 /**
- * Sent part of `writeSendStatement` (six parameters from $N): messages `sent`
+ * Sent part of `writeSendStatement` (eight parameters from $N): messages `sent`
  * and their events; `sent` answers the ids.
  *
  * The expected status comes from `sent_input` (a materialized CTE), not as a
@@ -106,15 +120,15 @@ const STORE_CTES = `input AS (
  */
 const sentCtes = (n: number) => `sent_input AS (
     SELECT s.*, 'pending'::text AS from_status
-    FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::text[], $${n + 4}::text[], $${n + 5}::text[])
-      AS s(id, attempt, provider_message_id, msg_id, subject, payload)
+    FROM unnest($${n}::text[], $${n + 1}::int[], $${n + 2}::text[], $${n + 3}::text[], $${n + 4}::text[], $${n + 5}::text[], $${n + 6}::text[], $${n + 7}::text[])
+      AS s(id, attempt, provider_message_id, msg_id, subject, payload, request_id, traceparent)
   ), sent AS (
     UPDATE ${SCHEMA}.messages x SET status = 'sent', provider_message_id = s.provider_message_id, lease_until = NULL,
       next_attempt_at = NULL, error_code = NULL, error_title = NULL, updated_at = clock_timestamp()
     FROM sent_input s WHERE x.id = s.id AND x.status = s.from_status AND x.attempts = s.attempt RETURNING x.id
   ), sent_evt AS (
-    INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
-    SELECT s.msg_id, s.subject, s.payload FROM sent_input s JOIN sent ON sent.id = s.id RETURNING 1
+    INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload, request_id, traceparent)
+    SELECT s.msg_id, s.subject, s.payload, s.request_id, s.traceparent FROM sent_input s JOIN sent ON sent.id = s.id RETURNING 1
   )`;
 
 const sentParams = (marks: SentMarkInput[]) => [
@@ -124,6 +138,7 @@ const sentParams = (marks: SentMarkInput[]) => [
   marks.map((m) => m.event.msgId),
   marks.map((m) => m.event.subject),
   marks.map((m) => JSON.stringify(m.event.payload)),
+  ...originParams(marks.map((m) => m.event)),
 ];
 
 /**
@@ -184,8 +199,9 @@ export const messagesRepository = {
       q,
       `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::jsonb[], $10::int[],
-                              $11::text[], $12::text[], $13::text[])
-           AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, send_key, template_job_id, template_payload, lease_ms, msg_id, subject, payload)
+                              $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
+           AS i(conversation_id, organization_id, channel_id, contact_id, phone, id, send_key, template_job_id, template_payload, lease_ms, msg_id, subject, payload,
+                request_id, traceparent)
        ), conv AS (
          INSERT INTO ${SCHEMA}.conversations (id, organization_id, channel_id, contact_id, phone, status, opened_at, last_message_at, created_at, updated_at)
          SELECT conversation_id, organization_id, channel_id, contact_id, phone, 'open', clock_timestamp(), clock_timestamp(),
@@ -204,8 +220,8 @@ export const messagesRepository = {
          ON CONFLICT (organization_id, send_key) WHERE send_key IS NOT NULL DO NOTHING
          RETURNING *
        ), evt AS (
-         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
-         SELECT i.msg_id, i.subject, i.payload FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload, request_id, traceparent)
+         SELECT i.msg_id, i.subject, i.payload, i.request_id, i.traceparent FROM input i JOIN conv ON conv.id = i.conversation_id WHERE conv.opened
          RETURNING 1
        )
        SELECT * FROM msg`,
@@ -223,6 +239,7 @@ export const messagesRepository = {
         events.map((e) => e.msgId),
         events.map((e) => e.subject),
         events.map((e) => JSON.stringify(e.payload)),
+        ...originParams(events),
       ],
     );
   },
@@ -262,9 +279,11 @@ export const messagesRepository = {
       return { stored: [], sentIds: new Set(rows.map((r) => r.id)) };
     }
     const conversationIds = inputs.map(() => newId("conversation"));
-    const events = inputs.map((m, k) =>
-      openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
-    );
+    // Each event with the origin of the request that sent its message (the statement runs in the context of the batch's first).
+    const events = inputs.map((m, k) => ({
+      ...openedEvent({ id: conversationIds[k], organization_id: m.organizationId, channel_id: m.channelId, contact_id: m.contactId, phone: m.phone }),
+      ...m.origin,
+    }));
     const storeParams = [
       conversationIds,
       inputs.map((m) => m.organizationId),
@@ -277,6 +296,7 @@ export const messagesRepository = {
       events.map((e) => e.msgId),
       events.map((e) => e.subject),
       events.map((e) => JSON.stringify(e.payload)),
+      ...originParams(events),
     ];
     const started = Date.now();
     type Row = MessageRow & { pace_end_ms: number | null; pace_interval_ms: number | null; sent_ids?: string[] };
@@ -285,7 +305,7 @@ export const messagesRepository = {
         ? await runPrepared<Row>(
             q,
             "storeOutboundAndMarkSent",
-            `WITH ${STORE_CTES}, ${sentCtes(12)}
+            `WITH ${STORE_CTES}, ${sentCtes(14)}
              SELECT msg.*, pace.end_ms AS pace_end_ms, pace.interval_ms AS pace_interval_ms,
                (SELECT coalesce(array_agg(id), '{}') FROM sent) AS sent_ids
              FROM msg LEFT JOIN pace ON pace.channel_id = msg.channel_id`,
@@ -377,9 +397,10 @@ export const messagesRepository = {
          ON CONFLICT (channel_id, phone) DO UPDATE SET last_inbound_at = greatest(service_windows.last_inbound_at, EXCLUDED.last_inbound_at)
          RETURNING 1
        ), evt AS (
-         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload)
-         SELECT e.msg_id, e.subject, e.payload
-         FROM unnest($13::text[], $14::text[], $15::text[], $16::text[]) WITH ORDINALITY AS e(message_id, msg_id, subject, payload, ord)
+         INSERT INTO ${SCHEMA}.outbox (msg_id, subject, payload, request_id, traceparent)
+         SELECT e.msg_id, e.subject, e.payload, e.request_id, e.traceparent
+         FROM unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY
+           AS e(message_id, msg_id, subject, payload, request_id, traceparent, ord)
          WHERE e.message_id IN (SELECT id FROM msg)
          ORDER BY e.ord
          RETURNING 1
@@ -402,6 +423,7 @@ export const messagesRepository = {
         events.map((e) => e.msgId),
         events.map((e) => e.subject),
         events.map((e) => JSON.stringify(e.payload)),
+        ...originParams(events),
       ],
     );
   },

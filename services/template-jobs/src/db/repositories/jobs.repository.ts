@@ -23,6 +23,9 @@ export interface JobRow {
   completed_at: Date | null;
   failure_reason: string | null;
   created_at: Date;
+  /** The request that created the job (its run continues its request id and trace). */
+  request_id: string | null;
+  traceparent: string | null;
 }
 
 export interface RecipientRow {
@@ -50,13 +53,18 @@ const INSERT_CHUNK = 25_000;
 export const FINAL_JOB_STATES = ["completed", "cancelled", "failed"] as const;
 
 export const jobsRepository = {
-  async insert(q: Queryable, job: Pick<JobRow, "id" | "organization_id" | "template_id" | "messaging_channel_id" | "header_media" | "recipients" | "scheduled_for" | "throttle_per_hour">): Promise<JobRow> {
+  async insert(
+    q: Queryable,
+    job: Pick<JobRow, "id" | "organization_id" | "template_id" | "messaging_channel_id" | "header_media" | "recipients" | "scheduled_for" | "throttle_per_hour"> &
+      Partial<Pick<JobRow, "request_id" | "traceparent">>,
+  ): Promise<JobRow> {
     const rows = await run<JobRow>(
       q,
-      `INSERT INTO ${SCHEMA}.jobs (id, organization_id, template_id, messaging_channel_id, status, header_media, recipients, scheduled_for, throttle_per_hour)
-       VALUES ($1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8) RETURNING *`,
+      `INSERT INTO ${SCHEMA}.jobs (id, organization_id, template_id, messaging_channel_id, status, header_media, recipients, scheduled_for, throttle_per_hour,
+         request_id, traceparent)
+       VALUES ($1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8, $9, $10) RETURNING *`,
       [job.id, job.organization_id, job.template_id, job.messaging_channel_id, job.header_media === null ? null : JSON.stringify(job.header_media),
-        job.recipients, job.scheduled_for, job.throttle_per_hour],
+        job.recipients, job.scheduled_for, job.throttle_per_hour, job.request_id ?? null, job.traceparent ?? null],
     );
     return rows[0];
   },

@@ -15,6 +15,8 @@ export interface ClaimedJob {
   secret: string;
   event: string;
   body: string;
+  /** The trace context of the event that created the job (a first attempt started in this process); none for a job claimed from the table. */
+  trace?: import("@platform/telemetry").Context;
 }
 
 export interface AttemptRecord {
