@@ -116,11 +116,16 @@ describe("replicas: two gateways and two replicas of every service behind round-
       await eventually(() => received().length === phones.length || undefined, 60_000);
       const eventIds = received().map((m) => m.data.data.id as string).sort();
       await eventually(() => eventIds.every((id) => attempts.get(id) === 2) || undefined, 60_000);
-      // Nothing more arrives for them (a second replica's copy would be a third attempt).
-      const settled = await e2e.admin("GET", `/admin/v1/organizations/${org.id}/webhooks/${hook.body.id}/deliveries?limit=100`);
-      expect(settled.status).to.equal(200);
+      // Nothing more arrives for them (a second replica's copy would be a third attempt). The dispatcher logs an
+      // attempt once its answer is in, so the receiver can see the request before the log has its row: wait for the
+      // log to hold every attempt, then check it holds no more.
+      const settled = await eventually(async () => {
+        const res = await e2e.admin("GET", `/admin/v1/organizations/${org.id}/webhooks/${hook.body.id}/deliveries?limit=100`);
+        return res.status === 200 && res.body.items.length >= eventIds.length * 2 ? res : undefined;
+      }, 30_000);
       expect([...attempts.keys()].sort()).to.deep.equal(eventIds);
       expect(settled.body.items.length).to.equal(eventIds.length * 2);
+      expect(eventIds.every((id) => attempts.get(id) === 2)).to.equal(true);
 
       // Replies to every customer: analytics counts each message once, whichever replica consumed its events.
       for (const p of phones) {
