@@ -16,7 +16,7 @@ import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
 import { ContactResolver, OptOutChecker } from "./use-cases/contacts";
-import { BulkPacer, ChannelPacer } from "./use-cases/pacing";
+import { BulkPacer, ChannelPacer, SendSpacer } from "./use-cases/pacing";
 import { SendLookups } from "./use-cases/send-lookups";
 import { SendWrites } from "./use-cases/send-writes";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
@@ -32,7 +32,7 @@ export function contextOf(deps: MessagingDeps): MessagingContext {
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
       observe: providerCallObserver(deps.metrics),
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), bulkPacer: new BulkPacer(deps.db), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
     contexts.set(deps, ctx);
   }
   return ctx;

@@ -124,6 +124,24 @@ interface BulkDemand {
  * and repeats. Without it, each concurrent batch polled the row on its own:
  * several times the round trips, most of them granted nothing.
  */
+/**
+ * The last step before a provider call, per channel and in this process: calls at least one interval of the
+ * channel's top rate (`1000 / messagesPerSecond` ms) apart. Slots are decided on the channel's row (ADR 0003), but a
+ * process running late (a busy event loop, timers firing together) would otherwise make the calls of several slots at
+ * once and, for that moment, exceed the channel's rate; spacing them turns lateness into lost channel time instead.
+ */
+export class SendSpacer {
+  private readonly next = new Map<string, number>();
+
+  /** Reserves this process's next call on `channelId` and answers how long to wait for it (ms, 0 = now). */
+  delay(channelId: string, intervalMs: number, now = performance.now()): number {
+    const at = Math.max(now, this.next.get(channelId) ?? 0);
+    this.next.set(channelId, at + intervalMs);
+    if (this.next.size > 10_000) for (const [id, t] of this.next) if (t < now) this.next.delete(id);
+    return at - now;
+  }
+}
+
 export class BulkPacer {
   private readonly queues = new Map<string, BulkDemand[]>();
   /** Reservation statements run so far (for tests and metrics). */
