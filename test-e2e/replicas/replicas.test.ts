@@ -115,7 +115,9 @@ describe("replicas: two gateways and two replicas of every service behind round-
       const received = () => bus.received.filter((m) => m.data.event === "message.received" && m.data.organizationId === org.id);
       await eventually(() => received().length === phones.length || undefined, 60_000);
       const eventIds = received().map((m) => m.data.data.id as string).sort();
-      await eventually(() => eventIds.every((id) => attempts.get(id) === 2) || undefined, 60_000);
+      await eventually(() => eventIds.every((id) => attempts.get(id) === 2) || undefined, 60_000).catch((err: Error) => {
+        throw new Error(`${err.message}; attempts per event: ${JSON.stringify(eventIds.map((id) => attempts.get(id) ?? 0))}`);
+      });
       // Nothing more arrives for them (a second replica's copy would be a third attempt). The dispatcher logs an
       // attempt once its answer is in, so the receiver can see the request before the log has its row: wait for the
       // log to hold every attempt, then check it holds no more.
