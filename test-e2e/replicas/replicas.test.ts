@@ -110,7 +110,10 @@ describe("replicas: two gateways and two replicas of every service behind round-
         events: ["message.received"],
       });
       expect(hook.status).to.equal(201);
-      const phones = Array.from({ length: 10 }, (_, i) => `+1555062${String(i).padStart(4, "0")}`);
+      // Fewer events than the 10 consecutive failures that deactivate a webhook: every first attempt fails, and when
+      // they all finish before any retry succeeds (batches of inbound messages are handled together), ten of them
+      // would deactivate the endpoint, as the contract says, and no retry would follow.
+      const phones = Array.from({ length: 8 }, (_, i) => `+1555062${String(i).padStart(4, "0")}`);
       for (const p of phones) expect((await sim("/_sim/inbound", { phoneNumberId, from: p.slice(1), text: "hello" })).status).to.be.within(200, 299);
       const received = () => bus.received.filter((m) => m.data.event === "message.received" && m.data.organizationId === org.id);
       await eventually(() => received().length === phones.length || undefined, 60_000);
