@@ -182,6 +182,8 @@ export async function run(): Promise<string> {
     // --- the 50,000-recipient job ---------------------------------------------
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ phone: `+1415${String(2_000_000 + i)}`, bodyParameters: [`customer ${i}`] }));
     const body = JSON.stringify({ templateId: template.id, messagingChannelId: channel.id, recipients });
+    const jobPids = { ...Object.fromEntries(Object.entries(children).map(([k, c]) => [k, c.child.pid])), "bench + simulator": process.pid };
+    const cpuBefore = await cpuOf(jobPids, db, ["nats-server"]);
     const acceptStart = performance.now();
     const res = await fetch(`${url}/api/v1/templates/send`, { method: "POST", headers, body });
     const acceptMs = performance.now() - acceptStart;
@@ -194,6 +196,8 @@ export async function run(): Promise<string> {
       if (final && ["completed", "failed", "cancelled"].includes(final.status)) break;
     }
     const duringJob = await during.stop();
+    const cpuAfter = await cpuOf(jobPids, db, ["nats-server"]);
+    const jobWallSeconds = (performance.now() - acceptStart) / 1000;
 
     const digitsOfSingles = new Set(singles.map((p) => p.slice(1)));
     const onChannel = sim.requests.filter((r) => r.phoneNumberId === channel.providerPhoneNumberId && r.responseStatus === 200);
@@ -250,6 +254,7 @@ export async function run(): Promise<string> {
       "",
       `Job: ${final?.status}, sent ${final?.sent}, failed ${final?.failed}, skipped ${final?.skipped} in ${jobSeconds.toFixed(1)} s (startedAt → completedAt); ` +
         `${perRecipient.size} distinct recipients reached the provider, ${twice} of them more than once.`,
+      `Job phase (accept → completed, ${jobWallSeconds.toFixed(1)} s, per recipient sent) ${cpuReport(cpuBefore, cpuAfter, jobWallSeconds, final?.sent ?? RECIPIENTS)}`,
       `Load average (1 min) at the end: ${loadavg()[0].toFixed(1)} on ${cpus().length} CPUs (other work on the machine shares them).`,
     ].join("\n");
   } finally {
@@ -275,11 +280,11 @@ function acceptBody(templateId: string, channelId: string, i: number): string {
  * CPU seconds so far of the named processes and of the Postgres backends serving this run's database (not the
  * whole machine's Postgres: other work shares it), the backends summed under "postgres (this database)".
  */
-async function cpuOf(pids: Record<string, number | undefined>, db?: Client) {
+async function cpuOf(pids: Record<string, number | undefined>, db?: Client, commands: string[] = []) {
   const backends = db
     ? (await db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)).rows.map((r) => r.pid)
     : [];
-  const raw = await cpuSeconds({ ...pids, ...Object.fromEntries(backends.map((pid) => [`pg ${pid}`, pid])) }, []);
+  const raw = await cpuSeconds({ ...pids, ...Object.fromEntries(backends.map((pid) => [`pg ${pid}`, pid])) }, commands);
   const out: Record<string, Record<string, number>> = {};
   for (const [name, perPid] of Object.entries(raw)) {
     const key = name.startsWith("pg ") ? "postgres (this database)" : name;

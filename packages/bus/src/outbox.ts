@@ -4,7 +4,7 @@ import { eventSubject, type EventData, type EventType } from "@platform/contract
 import { newId } from "@platform/id";
 import { currentRequestContext, type Logger } from "@platform/logging";
 import { extractTrace, traceparentOf } from "@platform/telemetry";
-import { queryPrepared, quoteIdent } from "@platform/db";
+import { CONNECTION_OPTIONS, queryPrepared, quoteIdent } from "@platform/db";
 import { REQUEST_ID_HEADER, type Bus } from "./bus";
 
 /**
@@ -230,7 +230,7 @@ export class OutboxRelay {
         application_name: `${this.opts.schema}:outbox-relay`,
         // The relay (active or standing by) queries at least every second. Should it vanish without
         // closing its connection (a network partition), the server ends the idle session and frees the role.
-        options: `-c plan_cache_mode=force_generic_plan -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
+        options: `${CONNECTION_OPTIONS} -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
         keepAlive: true,
       });
       fresh.on("error", () => {

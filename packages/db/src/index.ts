@@ -45,6 +45,16 @@ export interface DatabaseOptions {
   applicationName?: string;
 }
 
+/**
+ * Every connection of a service plans each execution with its parameters and the tables as they are now
+ * (`plan_cache_mode=force_custom_plan`); named prepared statements still save the parse. A generic plan is made once
+ * per connection from the statistics of that moment and kept: made while a table was nearly empty (a fresh database,
+ * a queue table between bursts), it kept sequential scans as the table grew. In the 50,000-recipient bench, the
+ * batched `sent` mark scanned the whole messages table (16 ms per batch of 20), and the outbox relay's delete the
+ * whole outbox. Planning costs about 15 µs for a one-row statement and 0.2 ms for a batched one (pgbench, this VM).
+ */
+export const CONNECTION_OPTIONS = "-c plan_cache_mode=force_custom_plan";
+
 export function createDataSource(opts: DatabaseOptions): DataSource {
   return new DataSource({
     type: "postgres",
@@ -57,7 +67,7 @@ export function createDataSource(opts: DatabaseOptions): DataSource {
     synchronize: false,
     logging: false,
     applicationName: opts.applicationName ?? opts.schema,
-    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000 },
+    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5_000, idleTimeoutMillis: 30_000, options: CONNECTION_OPTIONS },
   });
 }
 
@@ -118,10 +128,9 @@ const hotPools = new WeakMap<DataSource, Pool>();
 
 /**
  * The DataSource's pool for hot prepared statements: a few connections of
- * its own with `plan_cache_mode=force_generic_plan`, so each statement is
- * parsed and planned once per connection. (Set on TypeORM's pool, that mode
- * would give every parameterized query a generic plan, and keyset pages
- * lost their index-only scans.) Ended with the DataSource.
+ * its own, so the send path's statements never queue behind TypeORM's pool.
+ * Each statement is parsed once per connection and planned per execution
+ * (`CONNECTION_OPTIONS`). Ended with the DataSource.
  */
 function hotPoolOf(ds: DataSource): Pool {
   let pool = hotPools.get(ds);
@@ -131,7 +140,7 @@ function hotPoolOf(ds: DataSource): Pool {
     connectionString: opts.url,
     max: 4,
     application_name: `${opts.applicationName ?? "service"}:hot`,
-    options: "-c plan_cache_mode=force_generic_plan",
+    options: CONNECTION_OPTIONS,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   });
@@ -156,10 +165,10 @@ export function poolWaiting(ds: DataSource): number {
 
 /**
  * A hot statement, parsed once per connection (a named prepared statement):
- * outside a transaction on the DataSource's hot pool (generic plans); inside
- * a transaction (a TypeORM EntityManager with its query runner) on the
- * transaction's own connection, whose plan mode stays the default (custom
- * plans first, a generic one once it is as good). One name, one text.
+ * outside a transaction on the DataSource's hot pool; inside a transaction
+ * (a TypeORM EntityManager with its query runner) on the transaction's own
+ * connection. Planned per execution either way (`CONNECTION_OPTIONS`). One
+ * name, one text.
  */
 export async function queryPrepared<T = any>(q: SqlRunner, name: string, text: string, values: unknown[]): Promise<T[]> {
   if (q instanceof DataSource || (q as { driver?: unknown }).driver) {

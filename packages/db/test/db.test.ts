@@ -34,7 +34,30 @@ describe("db", () => {
     await Promise.all(sources.map((s) => s.destroy()));
   });
 
-  it("runs hot statements prepared, planned once, on a pool of their own; inside a transaction prepared on its connection", async () => {
+  it("plans a hot statement per execution: prepared while its table was nearly empty, it uses the index once the table has grown", async () => {
+    await ensureDatabase(url);
+    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-plans" }).initialize();
+    try {
+      await ds.query(`CREATE SCHEMA IF NOT EXISTS dbtest; DROP TABLE IF EXISTS dbtest.growing; CREATE TABLE dbtest.growing (id text PRIMARY KEY, v int NOT NULL)`);
+      await ds.query(`INSERT INTO dbtest.growing VALUES ('a', 1)`);
+      const mark = `UPDATE dbtest.growing g SET v = g.v + 1 FROM unnest($1::text[]) AS s(id) WHERE g.id = s.id RETURNING g.id`;
+      for (let i = 0; i < 6; i++) await queryPrepared(ds, "dbtest.mark", mark, [["a"]]);
+      // The table grows 30,000-fold; no ANALYZE runs (as while a bulk job fills a fresh table faster than autovacuum looks).
+      await ds.query(`INSERT INTO dbtest.growing SELECT 'k' || g, 0 FROM generate_series(1, 30000) g`);
+      expect(await queryPrepared(ds, "dbtest.mark", mark, [["k7", "k9"]])).to.have.length(2);
+      const [plan] = await queryPrepared<{ "QUERY PLAN": unknown }>(ds, "dbtest.explain", `EXPLAIN (FORMAT JSON) EXECUTE "dbtest.mark"('{k7,k9}')`, []);
+      const text = JSON.stringify(plan["QUERY PLAN"]);
+      expect(text, text).to.include("growing_pkey");
+      expect(text).not.to.include("Seq Scan");
+      const [stmt] = await queryPrepared(ds, "dbtest.plans", `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, ["dbtest.mark"]);
+      expect(stmt).to.deep.equal({ generic_plans: "0", custom_plans: "8" });
+    } finally {
+      await ds.query(`DROP TABLE IF EXISTS dbtest.growing`).catch(() => undefined);
+      await ds.destroy();
+    }
+  });
+
+  it("runs hot statements prepared, planned per execution, on a pool of their own; inside a transaction prepared on its connection", async () => {
     await ensureDatabase(url);
     const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-hot" }).initialize();
     try {
@@ -43,11 +66,11 @@ describe("db", () => {
       const bump = `UPDATE dbtest.counters SET id = id + $1 RETURNING id`;
       expect(await queryPrepared(ds, "dbtest.bump", bump, [1])).to.deep.equal([{ id: 2 }]);
       expect(await queryPrepared(ds, "dbtest.bump", bump, [1])).to.deep.equal([{ id: 3 }]);
-      // Sequential calls reuse the hot pool's last connection: the statement is there, planned generically.
+      // Sequential calls reuse the hot pool's last connection: the statement is there, parsed once, planned per call.
       const [stmt] = await queryPrepared(ds, "dbtest.prepared", `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1`, ["dbtest.bump"]);
-      expect(stmt).to.deep.equal({ name: "dbtest.bump", generic_plans: "2", custom_plans: "0" });
-      // TypeORM's own pool keeps the default: its parameterized queries get custom plans.
-      expect((await ds.query(`SHOW plan_cache_mode`))[0].plan_cache_mode).to.equal("auto");
+      expect(stmt).to.deep.equal({ name: "dbtest.bump", generic_plans: "0", custom_plans: "2" });
+      // TypeORM's own pool too: a statement prepared inside a transaction never settles on a generic plan.
+      expect((await ds.query(`SHOW plan_cache_mode`))[0].plan_cache_mode).to.equal("force_custom_plan");
       const inTx = await ds.transaction((tx) => queryPrepared(tx, "dbtest.bump", bump, [-2]));
       expect(inTx).to.deep.equal([{ id: 1 }]);
       // Inside a transaction: prepared on the transaction's own connection, part of the transaction (a rollback undoes it).
