@@ -25,6 +25,50 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
     expect(most).to.equal(1_000);
   });
 
+  it("keeps at most the rate in any second on the clock of the calls, however late the process wakes", () => {
+    // 3,000 calls due 1 ms apart (1,000/s). The process wakes each one late: 150 ms late through the first 400 ms of
+    // calls, then on time (a stall that ends). Spacing is decided on when calls are due, so alone it let the calls of
+    // 1,150 ms into one second; the window check waits them out (each wait also woken 3 ms late).
+    const s = new SendSpacer();
+    const made: number[] = [];
+    const lateness = (due: number) => (due < 400 ? 150 : 0);
+    for (let i = 0; i < 3_000; i++) {
+      const due = i + s.delay("ch", 1, i);
+      let at = due + lateness(due);
+      for (let w = s.admit("ch", 1_000, at); w > 0; w = s.admit("ch", 1_000, at)) at += w + 3;
+      made.push(at);
+    }
+    made.sort((a, b) => a - b);
+    let most = 0;
+    for (let i = 0, j = 0; j < made.length; j++) {
+      while (made[j]! - made[i]! >= 1_000) i++;
+      most = Math.max(most, j - i + 1);
+    }
+    expect(most).to.equal(1_000);
+    // Spacing alone (no window check) on the same wake-ups: more than the rate.
+    const spaced = new SendSpacer();
+    const alone = Array.from({ length: 3_000 }, (_, i) => {
+      const due = i + spaced.delay("ch", 1, i);
+      return due + lateness(due);
+    }).sort((a, b) => a - b);
+    let worst = 0;
+    for (let i = 0, j = 0; j < alone.length; j++) {
+      while (alone[j]! - alone[i]! >= 1_000) i++;
+      worst = Math.max(worst, j - i + 1);
+    }
+    expect(worst).to.be.greaterThan(1_000);
+  });
+
+  it("admits the rate's worth of calls per second on the clock, then answers how long until the oldest leaves the window", () => {
+    const s = new SendSpacer();
+    for (let i = 0; i < 5; i++) expect(s.admit("ch", 5, 100 + i)).to.equal(0);
+    expect(s.admit("ch", 5, 600)).to.equal(500);
+    expect(s.admit("ch", 5, 1_100)).to.equal(0);
+    expect(s.admit("ch", 5, 1_100)).to.equal(1);
+    // A new limit (the channel's rate changed) starts a new window.
+    expect(s.admit("ch", 6, 1_100)).to.equal(0);
+  });
+
   it("lets a call go at once after the channel was idle", () => {
     const s = new SendSpacer();
     expect(s.delay("ch", 20, 0)).to.equal(0);

@@ -2,7 +2,7 @@ import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
-import { RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
+import { BatchesInFlight, RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { RecipientsWithoutForeignKey1764100000000 } from "./db/migrations/1764100000000-RecipientsWithoutForeignKey";
@@ -17,7 +17,7 @@ const contexts = new WeakMap<TemplateJobsDeps, TemplateJobsContext>();
 function contextOf(deps: TemplateJobsDeps): TemplateJobsContext {
   let ctx = contexts.get(deps);
   if (!ctx) {
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), onRecipients: jobMetrics(deps) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), waitingMessages: new RecentSet(), batches: new BatchesInFlight(), onRecipients: jobMetrics(deps) };
     contexts.set(deps, ctx);
   }
   return ctx;

@@ -147,9 +147,9 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
   if (waitMs > 0) await sleep(waitMs);
-  // Late slots must not turn into a burst: this process's calls on the channel stay one top-rate interval apart.
-  const spacedMs = ctx.spacer.delay(channel.id, 1_000 / channel.messages_per_second);
-  if (spacedMs > 0) await sleep(spacedMs);
+  // Late slots must not turn into a burst: this process's calls on the channel stay one top-rate interval apart, and
+  // never more than the rate in any second on the clock of the calls themselves.
+  await ctx.spacer.turn(channel.id, channel.messages_per_second);
 
   // The lease is what keeps the stalled-send sweep from handing this message to the worker while this attempt runs.
   // An attempt that reaches the provider too late to finish (a slow or busy process: pacing, event-loop stalls) could

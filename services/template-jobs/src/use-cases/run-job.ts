@@ -38,7 +38,7 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
     if (!claimed.opt_outs_checked) await skipOptedOut(ctx, claimed);
     const throttled = claimed.throttle_per_hour !== null;
     const batchSize = throttled ? 1 : await batchSizeOf(ctx, claimed);
-    const run = { ctx, opts, template, batchSize, stopped: false };
+    const run: Run = { ctx, opts, template, batchSize, stopped: false, nextSeq: 0, recipients: claimed.recipients };
 
     // Recovery first: recipients a previous run left `sending` go again, with the same keys, before anything new.
     const leftover = await jobsRepository.sendingSeqs(ctx.db, jobId);
@@ -74,6 +74,20 @@ interface Run {
   template: TemplateRow;
   batchSize: number;
   stopped: boolean;
+  /** The lanes claim in consecutive seq windows of `batchSize` from here; past the last recipient, from anywhere. */
+  nextSeq: number;
+  recipients: number;
+}
+
+/** The next batch of `pending` recipients: the next seq window (taken before any await, so lanes never share one), then a last look at the whole job. */
+async function claim(run: Run, jobId: string): Promise<RecipientRow[]> {
+  while (run.nextSeq < run.recipients) {
+    const from = run.nextSeq;
+    run.nextSeq += run.batchSize;
+    const rows = await jobsRepository.claimRecipients(run.ctx.db, jobId, run.batchSize, { from, to: from + run.batchSize });
+    if (rows.length > 0) return rows;
+  }
+  return jobsRepository.claimRecipients(run.ctx.db, jobId, run.batchSize);
 }
 
 /**
@@ -96,12 +110,24 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
     run.stopped = true;
     return false;
   }
-  const rows = (given ?? (await jobsRepository.claimRecipients(ctx.db, jobId, run.batchSize))).sort((a, b) => a.seq - b.seq);
+  const rows = (given ?? (await claim(run, jobId))).sort((a, b) => a.seq - b.seq);
   if (rows.length === 0) return false;
   if (job.throttle_per_hour !== null && !(await waitForSlot(ctx, job, rows[0], opts))) {
     run.stopped = true;
     return false;
   }
+  ctx.batches.begin(jobId);
+  try {
+    return await sendUntilAnswered(run, job, rows);
+  } finally {
+    ctx.batches.end(jobId);
+  }
+}
+
+/** Sends the batch until messaging answers and records the outcomes; false when the job must stop first. */
+async function sendUntilAnswered(run: Run, job: JobRow, rows: RecipientRow[]): Promise<boolean> {
+  const { ctx, opts } = run;
+  const jobId = job.id;
   for (let failures = 0; ; failures++) {
     try {
       const results = await sendBatch(ctx, job, run.template, rows);
@@ -207,6 +233,9 @@ async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRo
     await jobsRepository.recordOutcomes(m, jobId, outcomes);
     await jobsRepository.completeIfDone(m, jobId);
   });
-  for (const o of outcomes) if (o.messageId && (o.state === "sent" || o.state === "failed")) ctx.finalMessages.add(o.messageId);
+  for (const o of outcomes) {
+    if (o.messageId && (o.state === "sent" || o.state === "failed")) ctx.finalMessages.add(o.messageId);
+    else if (o.messageId && o.state === "waiting") ctx.waitingMessages.add(o.messageId);
+  }
   if (ctx.onRecipients) for (const o of outcomes) ctx.onRecipients(o.state, 1);
 }

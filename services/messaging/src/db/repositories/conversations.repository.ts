@@ -92,12 +92,16 @@ export const conversationsRepository = {
     return run(q, `SELECT * FROM ${SCHEMA}.conversations WHERE organization_id = $1 ORDER BY created_at, id LIMIT $2`, [organizationId, limit]);
   },
 
-  /** Closes up to `limit` conversations idle for `idleMs`; rows another transaction holds are left for the next sweep. */
+  /**
+   * Closes up to `limit` conversations idle for `idleMs`; rows another transaction holds are left for the next sweep.
+   * The cutoff is `now()` (the statement's start, stable), not `clock_timestamp()` (volatile): only a stable cutoff
+   * can bound the index scan, and with the volatile one every sweep read every open conversation.
+   */
   async closeIdle(q: Queryable, idleMs: number, limit: number): Promise<ConversationRow[]> {
-    return run(q, 
+    return run(q,
       `WITH idle AS (
          SELECT id FROM ${SCHEMA}.conversations
-         WHERE status = 'open' AND last_message_at < clock_timestamp() - $1 * interval '1 millisecond'
+         WHERE status = 'open' AND last_message_at < now() - $1 * interval '1 millisecond'
          ORDER BY last_message_at LIMIT $2 FOR UPDATE SKIP LOCKED)
        UPDATE ${SCHEMA}.conversations c SET status = 'closed', closed_at = clock_timestamp(), updated_at = clock_timestamp()
        FROM idle WHERE c.id = idle.id RETURNING c.*`,

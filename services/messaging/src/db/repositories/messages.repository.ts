@@ -247,7 +247,15 @@ export const messagesRepository = {
   /** The organization's messages stored under these send keys. */
   async findBySendKeys(q: Queryable, organizationId: string, keys: string[]): Promise<MessageRow[]> {
     if (keys.length === 0) return [];
-    return run(q, `SELECT * FROM ${SCHEMA}.messages WHERE organization_id = $1 AND send_key = ANY($2::text[])`, [organizationId, keys]);
+    // One probe of the unique (organization_id, send_key) index per key (LIMIT 1 keeps the subquery a per-key lookup).
+    // As a plain `send_key = ANY(…)`, the planner, whose statistics lag a table a job fills, read every message of the
+    // organization instead: 26 ms per template batch at 50,000 messages.
+    return run(
+      q,
+      `SELECT m.* FROM unnest($2::text[]) AS k(send_key)
+       CROSS JOIN LATERAL (SELECT * FROM ${SCHEMA}.messages x WHERE x.organization_id = $1 AND x.send_key = k.send_key LIMIT 1) m`,
+      [organizationId, keys],
+    );
   },
 
   /**

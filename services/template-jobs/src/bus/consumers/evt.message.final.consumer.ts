@@ -13,7 +13,8 @@ export async function consumeMessageFinalEvents(ctx: TemplateJobsContext): Promi
       stream: STREAMS.events,
       durable: `template-jobs-${type.replace(".", "-")}`,
       subject: { subject: eventSubject(type), schema: DomainEvent },
-      concurrency: 16,
+      // Most events wait in memory for their batch's answer (a few hundred ms, `BatchesInFlight`): room for a second of them.
+      concurrency: 1_024,
       ackWaitMs: 30_000,
       maxDeliver: 200,
       handler: (event) => finalizeSend(ctx, event),

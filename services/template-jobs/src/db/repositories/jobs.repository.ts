@@ -199,18 +199,23 @@ export const jobsRepository = {
     await run(q, `UPDATE ${SCHEMA}.jobs SET opt_outs_checked = true WHERE id = $1`, [jobId]);
   },
 
-  /** Claims the next `pending` recipients (→ `sending`) in one statement; concurrent claims skip each other's rows. */
-  async claimRecipients(q: Queryable, jobId: string, limit: number): Promise<RecipientRow[]> {
+  /**
+   * Claims the next `pending` recipients (→ `sending`) in one statement; concurrent claims skip each other's rows.
+   * With `seqs`, only among recipients `from <= seq < to`: the runner walks the job in seq windows, so a claim reads
+   * one window of the index, never the rows of the job already sent (a job's statistics are never fresh while it
+   * runs, and the planner read and sorted every open row of the job for each claim: 15 ms per claim at 50,000).
+   */
+  async claimRecipients(q: Queryable, jobId: string, limit: number, seqs?: { from: number; to: number }): Promise<RecipientRow[]> {
     return run<RecipientRow>(
       q,
       // MATERIALIZED: the locking subquery runs once (a rescan in a nested loop would lock, and claim, more rows).
       `WITH c AS MATERIALIZED (
-         SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'pending'
+         SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'pending' AND seq >= $3 AND seq < $4
          ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
        UPDATE ${SCHEMA}.job_recipients r SET state = 'sending', attempts = r.attempts + 1, updated_at = now()
        FROM c WHERE r.job_id = $1 AND r.seq = c.seq
        RETURNING r.*`,
-      [jobId, limit],
+      [jobId, limit, seqs?.from ?? 0, seqs?.to ?? 2 ** 31 - 1],
     );
   },
 
@@ -245,6 +250,9 @@ export const jobsRepository = {
   /**
    * Records messaging's outcomes of a batch: only rows still `sending` move
    * (a repeated answer changes nothing), and the job's counters move with them.
+   * The batch's seq range bounds the index scan: joined on `seq` alone, the
+   * planner (a running job's statistics are never fresh) read every open row
+   * of the job.
    */
   async recordOutcomes(
     q: Queryable,
@@ -256,9 +264,12 @@ export const jobsRepository = {
       q,
       `UPDATE ${SCHEMA}.job_recipients r SET state = o.state, message_id = o.message_id, error_code = o.error_code, updated_at = now()
        FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS o(seq, state, message_id, error_code)
-       WHERE r.job_id = $1 AND r.seq = o.seq AND r.state = 'sending'
+       WHERE r.job_id = $1 AND r.seq BETWEEN $6 AND $7 AND r.seq = o.seq AND r.state = 'sending'
        RETURNING r.state`,
-      [jobId, outcomes.map((o) => o.seq), outcomes.map((o) => o.state), outcomes.map((o) => o.messageId), outcomes.map((o) => o.errorCode)],
+      [
+        jobId, outcomes.map((o) => o.seq), outcomes.map((o) => o.state), outcomes.map((o) => o.messageId), outcomes.map((o) => o.errorCode),
+        outcomes.reduce((m, o) => Math.min(m, o.seq), Infinity), outcomes.reduce((m, o) => Math.max(m, o.seq), -Infinity),
+      ],
     );
     await this.count(q, jobId, rows.map((r) => r.state));
   },
