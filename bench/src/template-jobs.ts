@@ -41,6 +41,41 @@ const ACCEPT_KEY = process.env.BENCH_TEMPLATE_ACCEPT_KEY === "1";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] : NaN);
 
+type StageSnapshot = Map<string, { buckets: Map<number, number>; sum: number; count: number }>;
+
+/** Messaging's `messaging_send_stage_seconds` histogram as scraped now (what single sends spent per stage). */
+async function stageSnapshot(url: string): Promise<StageSnapshot> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const out: StageSnapshot = new Map();
+  const of = (stage: string) => out.get(stage) ?? out.set(stage, { buckets: new Map(), sum: 0, count: 0 }).get(stage)!;
+  for (const line of text.split("\n")) {
+    const m = /^messaging_send_stage_seconds_(bucket|sum|count)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m) continue;
+    const stage = /stage="([^"]+)"/.exec(m[2])?.[1];
+    if (!stage) continue;
+    const v = Number(m[3]);
+    if (m[1] === "bucket") of(stage).buckets.set(Number(/le="([^"]+)"/.exec(m[2])?.[1] ?? NaN), v);
+    else if (m[1] === "sum") of(stage).sum = v;
+    else of(stage).count = v;
+  }
+  return out;
+}
+
+/** Per stage between two snapshots: mean and the p99's bucket bound, in ms. */
+function stageLine(before: StageSnapshot, after: StageSnapshot): string {
+  const parts: string[] = [];
+  for (const [stage, a] of after) {
+    const b = before.get(stage);
+    const count = a.count - (b?.count ?? 0);
+    if (count <= 0) continue;
+    const mean = ((a.sum - (b?.sum ?? 0)) / count) * 1000;
+    const bounds = [...a.buckets.keys()].sort((x, y) => x - y);
+    const p99 = bounds.find((le) => a.buckets.get(le)! - (b?.buckets.get(le) ?? 0) >= 0.99 * count) ?? Infinity;
+    parts.push(`${stage} ${mean.toFixed(1)} / ≤${p99 === Infinity ? "∞" : (p99 * 1000).toFixed(p99 < 0.01 ? 1 : 0)}`);
+  }
+  return parts.join(", ");
+}
+
 /** The most sends in any 1-second window (sliding, to the millisecond). */
 function maxPerSecond(times: number[]): number {
   const t = [...times].sort((a, b) => a - b);
@@ -175,9 +210,12 @@ export async function run(): Promise<string> {
       };
     };
     // Baseline: the same single sends for 5 s with no job (the machine's latency at the moment).
+    const messagingUrl = `http://127.0.0.1:${messaging.port}`;
+    const stagesIdle0 = await stageSnapshot(messagingUrl);
     const idle = startSingles();
     await sleep(5_000);
     const baseline = await idle.stop();
+    const stagesIdle1 = await stageSnapshot(messagingUrl);
 
     // --- the 50,000-recipient job ---------------------------------------------
     const recipients = Array.from({ length: RECIPIENTS }, (_, i) => ({ phone: `+1415${String(2_000_000 + i)}`, bodyParameters: [`customer ${i}`] }));
@@ -196,6 +234,7 @@ export async function run(): Promise<string> {
       if (final && ["completed", "failed", "cancelled"].includes(final.status)) break;
     }
     const duringJob = await during.stop();
+    const stagesJob = await stageSnapshot(messagingUrl);
     const cpuAfter = await cpuOf(jobPids, db, ["nats-server"]);
     const jobWallSeconds = (performance.now() - acceptStart) / 1000;
 
@@ -254,6 +293,7 @@ export async function run(): Promise<string> {
       "",
       `Job: ${final?.status}, sent ${final?.sent}, failed ${final?.failed}, skipped ${final?.skipped} in ${jobSeconds.toFixed(1)} s (startedAt → completedAt); ` +
         `${perRecipient.size} distinct recipients reached the provider, ${twice} of them more than once.`,
+      `Single sends per stage in messaging (\`messaging_send_stage_seconds\`; mean / p99 bucket bound, ms): during the job ${stageLine(stagesIdle1, stagesJob)}; without a job ${stageLine(stagesIdle0, stagesIdle1)}.`,
       `Job phase (accept → completed, ${jobWallSeconds.toFixed(1)} s, per recipient sent) ${cpuReport(cpuBefore, cpuAfter, jobWallSeconds, final?.sent ?? RECIPIENTS)}`,
       `Load average (1 min) at the end: ${loadavg()[0].toFixed(1)} on ${cpus().length} CPUs (other work on the machine shares them).`,
     ].join("\n");

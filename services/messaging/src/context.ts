@@ -34,6 +34,22 @@ export interface MessagingContext {
   writes: SendWrites;
   /** Provider acceptances still being recorded because the database refused their sent mark. */
   accepted: AcceptedSends;
+  /** Time a single send spent in each stage of its request (`messaging_send_stage_seconds`). */
+  sendStages?: (stage: SendStage, seconds: number) => void;
+}
+
+/** The stages of a single send's request, in order. */
+export type SendStage = "lookup" | "opt_out" | "contact" | "store" | "pace" | "spacer" | "provider" | "record";
+
+/** Marks the end of each stage of one send and reports how long it took since the previous mark. */
+export class StageClock {
+  private last = performance.now();
+  constructor(private readonly report: (stage: SendStage, seconds: number) => void) {}
+  mark(stage: SendStage): void {
+    const now = performance.now();
+    this.report(stage, (now - this.last) / 1000);
+    this.last = now;
+  }
 }
 
 /**

@@ -21,6 +21,9 @@ import { SendLookups } from "./use-cases/send-lookups";
 import { SendWrites } from "./use-cases/send-writes";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
 
+/** Finer than the HTTP buckets below 100 ms: the stages of a send that must answer in under 100 ms. */
+const STAGE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
+
 /** One context per process: the provider adapter keeps its keep-alive sockets across requests. */
 const contexts = new WeakMap<MessagingDeps, MessagingContext>();
 export function contextOf(deps: MessagingDeps): MessagingContext {
@@ -32,7 +35,17 @@ export function contextOf(deps: MessagingDeps): MessagingContext {
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
       observe: providerCallObserver(deps.metrics),
     });
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db), bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db), accepted: new AcceptedSends() };
+    const stages = deps.metrics?.histogram(
+      "messaging_send_stage_seconds",
+      "Time a single send (POST /api/v1/messages) spent in each stage: lookup, opt_out, contact, store, pace, spacer, provider, record",
+      ["stage"],
+      STAGE_BUCKETS,
+    );
+    ctx = {
+      db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db),
+      bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db),
+      accepted: new AcceptedSends(), sendStages: stages && ((stage, seconds) => stages.observe({ stage }, seconds)),
+    };
     contexts.set(deps, ctx);
   }
   return ctx;

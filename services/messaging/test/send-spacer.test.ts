@@ -69,6 +69,23 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
     expect(s.admit("ch", 6, 1_100)).to.equal(0);
   });
 
+  it("lets a single send go before the spacing of bulk sends woken before it, still within the window", async () => {
+    const s = new SendSpacer();
+    // Fifty bulk calls woken together at 1,000/s: the last of them is spaced about 50 ms out.
+    const bulk = Array.from({ length: 50 }, () => s.turn("ch", 1_000));
+    const order: string[] = [];
+    bulk.forEach((p, i) => void p.then(() => order.push(`bulk ${i}`)));
+    await s.turn("ch", 1_000, true).then(() => order.push("single"));
+    await Promise.all(bulk);
+    // The single send went within the first few calls, not after the fifty.
+    expect(order.indexOf("single")).to.be.lessThan(5);
+    // A full window holds it like any call: 1,000 calls in the last second, the next waits.
+    const full = new SendSpacer();
+    const t = performance.now();
+    for (let i = 0; i < 5; i++) expect(full.admit("ch", 5, t)).to.equal(0);
+    expect(full.admit("ch", 5, t)).to.be.greaterThan(0);
+  });
+
   it("lets a call go at once after the channel was idle", () => {
     const s = new SendSpacer();
     expect(s.delay("ch", 20, 0)).to.equal(0);

@@ -1,7 +1,7 @@
 import { enqueue, RetryableError } from "@platform/bus";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
 import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
-import type { MessagingContext } from "../context";
+import type { MessagingContext, StageClock } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
@@ -125,7 +125,7 @@ function callProvider(ctx: MessagingContext, channel: ChannelRow, message: Messa
 export async function attemptSend(
   ctx: MessagingContext,
   message: MessageRow,
-  opts: { enqueueRetry: boolean; channel?: ChannelRow; paceWaitMs?: number },
+  opts: { enqueueRetry: boolean; channel?: ChannelRow; paceWaitMs?: number; stages?: StageClock },
 ): Promise<AttemptOutcome> {
   const attempt = message.attempts;
   const channel = opts.channel ?? (await channelsRepository.findById(ctx.db, message.organization_id, message.channel_id));
@@ -147,9 +147,12 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
   if (waitMs > 0) await sleep(waitMs);
+  opts.stages?.mark("pace");
   // Late slots must not turn into a burst: this process's calls on the channel stay one top-rate interval apart, and
-  // never more than the rate in any second on the clock of the calls themselves.
-  await ctx.spacer.turn(channel.id, channel.messages_per_second);
+  // never more than the rate in any second on the clock of the calls themselves. Texts (single sends and their
+  // retries) do not queue behind template sends' spacing.
+  await ctx.spacer.turn(channel.id, channel.messages_per_second, !isTemplate(message));
+  opts.stages?.mark("spacer");
 
   // The lease is what keeps the stalled-send sweep from handing this message to the worker while this attempt runs.
   // An attempt that reaches the provider too late to finish (a slow or busy process: pacing, event-loop stalls) could
@@ -159,8 +162,13 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, LEASE_RAN_OUT, opts, 0);
   }
   const result = await callProvider(ctx, channel, message);
+  opts.stages?.mark("provider");
 
-  if (result.ok) return recordAccepted(ctx, message, attempt, result.providerMessageId);
+  if (result.ok) {
+    const outcome = await recordAccepted(ctx, message, attempt, result.providerMessageId);
+    opts.stages?.mark("record");
+    return outcome;
+  }
   if (result.kind === "permanent") {
     return ctx.db.transaction(async (tx) => {
       const failed = await messagesRepository.markFailed(tx, message.id, attempt, { code: result.code, title: result.title });

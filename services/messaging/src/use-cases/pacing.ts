@@ -164,10 +164,20 @@ export class SendSpacer {
     return 0;
   }
 
-  /** Waits until a call on the channel may be made now (spacing, then the window) and records it. */
-  async turn(channelId: string, messagesPerSecond: number): Promise<void> {
-    const spacedMs = this.delay(channelId, 1_000 / messagesPerSecond);
-    if (spacedMs > 0) await sleep(spacedMs);
+  /**
+   * Waits until a call on the channel may be made now (spacing, then the window) and records it. A single send
+   * (`first`) does not queue behind the spacing of bulk sends woken before it (ADR 0003, "Sharing the rate"): it
+   * only moves the spacing on by one interval, and is held by the window like every call.
+   */
+  async turn(channelId: string, messagesPerSecond: number, first = false): Promise<void> {
+    const intervalMs = 1_000 / messagesPerSecond;
+    if (first) {
+      const now = performance.now();
+      this.next.set(channelId, Math.max(now, this.next.get(channelId) ?? 0) + intervalMs);
+    } else {
+      const spacedMs = this.delay(channelId, intervalMs);
+      if (spacedMs > 0) await sleep(spacedMs);
+    }
     for (let waitMs = this.admit(channelId, messagesPerSecond); waitMs > 0; waitMs = this.admit(channelId, messagesPerSecond)) await sleep(waitMs);
   }
 }

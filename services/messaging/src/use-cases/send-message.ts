@@ -1,7 +1,7 @@
 import { normalizePhone, type MessageResponse, type SendMessageRequest } from "@platform/contracts";
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
-import type { MessagingContext } from "../context";
+import { StageClock, type MessagingContext } from "../context";
 import { messagesRepository } from "../db/repositories/messages.repository";
 import { attemptSend, leaseMs, MAX_PACING_WAIT_MS } from "./deliver";
 
@@ -21,12 +21,15 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
   const phone = normalizePhone(input.to);
   if (!phone) throw ApiError.validation([{ path: "to", message: "is not a valid phone number" }]);
 
+  const stages = ctx.sendStages && new StageClock(ctx.sendStages);
   const lookup = await ctx.lookups.forSend(organizationId, input.messagingChannelId, phone);
+  stages?.mark("lookup");
   if (!lookup) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
   const { channel } = lookup;
   if (!channel.connected) throw new ApiError("PROVIDER_NOT_CONNECTED", "The channel's provider connection is off");
 
   if (await ctx.optOuts.isOptedOut(organizationId, channel.id, phone)) throw new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
+  stages?.mark("opt_out");
 
   if (!lookup.windowOpen) {
     throw new ApiError(
@@ -44,6 +47,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     }
     ctx.contactIds.set(organizationId, phone, contactId);
   }
+  stages?.mark("contact");
 
   const { message: stored, paceWaitMs } = await ctx.writes.store({
     id: messageId,
@@ -54,6 +58,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     text: input.text,
     leaseMs: leaseMs(ctx.env.PROVIDER_TIMEOUT_MS),
   });
+  stages?.mark("store");
 
   const base = { id: stored.id, conversationId: stored.conversation_id, contactId };
   let outcome;
@@ -61,7 +66,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     // Single sends go before this process's bulk (template) sends on the channel: take the earliest bulk slot held here, if
     // any starts before ours (ADR 0003). Beyond the wait a request may take, the send goes to the worker as it is.
     const waitMs = paceWaitMs <= MAX_PACING_WAIT_MS ? ctx.bulkPacer.yieldTo(channel.id, paceWaitMs) : paceWaitMs;
-    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs: waitMs });
+    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs: waitMs, stages });
   } catch (err) {
     // The message and its work item are stored: the worker sends it once this attempt's lease ends.
     ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; left to the retry worker");
