@@ -78,6 +78,11 @@ export class TokenBuckets {
     return this.buckets.get(key)?.tokens;
   }
 
+  /** The limit an organization's bucket was last used with; undefined without a bucket. */
+  limit(key: string): RateLimit | undefined {
+    return this.buckets.get(key)?.limit;
+  }
+
   /** Forget idle buckets (full again) so memory follows active organizations. */
   sweep(): void {
     for (const [key, bucket] of this.buckets) {
