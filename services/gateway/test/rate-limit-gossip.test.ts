@@ -81,6 +81,33 @@ describe("rate-limit gossip: two replicas share one budget (unit, in-memory bus,
   }
 });
 
+describe("rate-limit gossip: a replica that has not served the organization yet (unit, in-memory bus, manual clock)", () => {
+  it("opens its bucket from the other replica's usage instead of starting on a fresh burst", async () => {
+    let now = 0;
+    const bus = new MemoryBus();
+    const limit: RateLimit = { perSecond: 1, burst: 10 };
+    const [a, b] = ["gw-a", "gw-b"].map((id) => new RateLimiter(id, bus as unknown as Bus, 200, () => now));
+    [a, b].forEach((r) => r.start());
+    try {
+      // A sticky balancer: the whole burst on A, then the organization's next requests on B.
+      let admitted = 0;
+      for (let i = 0; i < 10; i++) {
+        if (a.take("org", limit).allowed) admitted++;
+        await turn();
+      }
+      await turn(); // the last usage lands on B
+      for (let i = 0; i < 10; i++) {
+        if (b.take("org", limit).allowed) admitted++;
+        await turn();
+      }
+      expect(admitted).to.equal(10);
+      expect(b.buckets.tokens("org")).to.be.below(1);
+    } finally {
+      [a, b].forEach((r) => r.stop());
+    }
+  });
+});
+
 describe("rate-limit gossip: what the prompt publish costs (unit, in-memory bus, manual clock)", () => {
   it("a gateway at 20,000 requests per second for an organization with a huge burst publishes on the timer only", async () => {
     // The bench's organization: 1,000,000 per second, burst 1,000,000; 10 requests per turn.

@@ -62,11 +62,11 @@ export class RateLimiter {
   }
 
   /** Another replica's usage: debit it here, and publish our own count of those organizations at once if the debit made it due. */
-  private receive(msg: { replica: string; counts: Record<string, number> }): void {
+  private receive(msg: { replica: string; counts: Record<string, number>; limits?: Record<string, RateLimit> }): void {
     if (msg.replica === this.replica) return;
     this.stats.received++;
     for (const [org, count] of Object.entries(msg.counts)) {
-      this.buckets.debit(org, count);
+      this.buckets.debit(org, count, msg.limits?.[org]);
       if (this.pending.has(org)) this.checkPrompt(org);
     }
   }
@@ -87,19 +87,22 @@ export class RateLimiter {
 
   private publish(orgs: Iterable<string>, cause: "prompt" | "timer"): void {
     const counts: Record<string, number> = {};
+    const limits: Record<string, RateLimit> = {};
     let any = false;
     for (const org of orgs) {
       const count = this.pending.get(org);
+      this.pending.delete(org);
       if (!count) continue;
       counts[org] = count;
+      const limit = this.buckets.limit(org);
+      if (limit) limits[org] = limit;
       any = true;
     }
-    for (const org of Object.keys(counts)) this.pending.delete(org);
     if (!any || !this.bus) return;
     if (cause === "prompt") this.stats.promptPublishes++;
     else this.stats.timerPublishes++;
     try {
-      this.bus.broadcast(SUBJECTS.rateLimitUsage, { replica: this.replica, counts });
+      this.bus.broadcast(SUBJECTS.rateLimitUsage, { replica: this.replica, counts, limits });
     } catch {
       // Gossip is best effort: without it each replica still enforces its own bucket.
     }
