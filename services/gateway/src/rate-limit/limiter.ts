@@ -55,8 +55,9 @@ export class RateLimiter {
   take(organizationId: string, limit: RateLimit): Decision {
     const decision = this.buckets.take(organizationId, limit);
     if (decision.allowed) {
-      this.pending.set(organizationId, (this.pending.get(organizationId) ?? 0) + 1);
-      this.checkPrompt(organizationId);
+      const count = (this.pending.get(organizationId) ?? 0) + 1;
+      this.pending.set(organizationId, count);
+      if (count >= promptThreshold(decision.remaining, limit)) this.markDue(organizationId);
     }
     return decision;
   }
@@ -74,7 +75,10 @@ export class RateLimiter {
   private checkPrompt(org: string): void {
     const count = this.pending.get(org) ?? 0;
     const limit = this.buckets.limit(org);
-    if (!limit || count < promptThreshold(this.buckets.tokens(org) ?? limit.burst, limit)) return;
+    if (limit && count >= promptThreshold(this.buckets.tokens(org) ?? limit.burst, limit)) this.markDue(org);
+  }
+
+  private markDue(org: string): void {
     this.due.add(org);
     // One message per turn however many requests this turn admitted: a busy replica batches, an idle one is prompt.
     this.immediate ??= setImmediate(() => {
