@@ -80,6 +80,16 @@ describe("rate-limit gossip: two replicas share one budget (unit, in-memory bus,
   }
 });
 
+describe("rate-limit gossip: three replicas (unit, in-memory bus, manual clock)", () => {
+  for (const burst of [10, 100, 1_000]) {
+    it(`admit within 10 % of one budget for a burst of ${burst}, round-robin, one request per turn`, async () => {
+      const r = await simulate({ replicas: 3, limit: { perSecond: 1, burst }, requests: 3 * burst, perTurn: 1, msPerRequest: 5 });
+      const [low, high] = within10(r.budget);
+      expect(r.admitted, `admitted ${r.admitted} of a budget of ${r.budget.toFixed(1)}`).to.be.within(low, high);
+    });
+  }
+});
+
 describe("rate-limit gossip: a replica that has not served the organization yet (unit, in-memory bus, manual clock)", () => {
   it("opens its bucket from the other replica's usage instead of starting on a fresh burst", async () => {
     let now = 0;
