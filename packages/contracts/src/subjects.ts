@@ -5,7 +5,7 @@
  * runs sharing one NATS never see each other.
  */
 import { z } from "zod";
-import { Channel, Organization } from "./admin";
+import { Channel, Organization, RateLimit } from "./admin";
 import { DomainEvent, EventType } from "./events";
 
 export interface StreamDef {
@@ -67,8 +67,15 @@ export const SUBJECTS = {
   apiKeyRevoked: subject("bcast.apikey.revoked.v1", ApiKeyRevoked),
   /** Core NATS broadcast: every gateway replica drops its cached policy (plan, rate limit) of the organization. */
   organizationChanged: subject("bcast.organization.changed.v1", z.object({ organizationId: z.string() })),
-  /** Core NATS broadcast of rate-limit consumption between gateway replicas. */
-  rateLimitUsage: subject("bcast.ratelimit.usage.v1", z.object({ replica: z.string(), counts: z.record(z.string(), z.number()) })),
+  /**
+   * Core NATS broadcast of rate-limit consumption between gateway replicas (ADR 0002): requests admitted per
+   * organization since the sender's last message, and (optional, added later) each one's limit, so a replica that has
+   * not served the organization yet opens its bucket with that usage instead of ignoring it.
+   */
+  rateLimitUsage: subject(
+    "bcast.ratelimit.usage.v1",
+    z.object({ replica: z.string(), counts: z.record(z.string(), z.number()), limits: z.record(z.string(), RateLimit).optional() }),
+  ),
   providerInbound: subject("provider.inbound.v1", ProviderInboundBatch),
 } as const;
 

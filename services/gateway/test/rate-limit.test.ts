@@ -85,8 +85,8 @@ describe("gateway: per-organization rate limit", () => {
       for (let i = 0; i < n; i++) if ((await ping(url, org.key)).status === 200) admitted++;
       return admitted;
     };
-    // Both replicas open the organization's bucket (one token each, not gossiped): a replica ignores usage of an
-    // organization it has no bucket for yet, so the exchange below starts from known buckets.
+    // Both replicas open the organization's bucket (one token each, taken from the buckets directly, so not
+    // gossiped): the exchange below starts from known buckets.
     for (const r of h.replicas) r.gateway.limiter.buckets.take(org.id, { perSecond: 1, burst: 20 });
     // 9 on the first replica: the second debits them when the gossip arrives...
     expect(await admittedOn(h.url, 9)).to.equal(9);

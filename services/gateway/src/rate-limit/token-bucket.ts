@@ -65,10 +65,14 @@ export class TokenBuckets {
     };
   }
 
-  debit(key: string, tokens: number): void {
-    const bucket = this.buckets.get(key);
-    if (!bucket) return;
-    this.refill(key, bucket.limit);
+  /**
+   * Tokens spent on another replica. Without a bucket here, `limit` (the sender's) opens one, full before that usage:
+   * a replica that has not served the organization yet must not start it on a fresh burst of its own.
+   */
+  debit(key: string, tokens: number, limit?: RateLimit): void {
+    const known = this.buckets.get(key)?.limit ?? limit;
+    if (!known) return;
+    const bucket = this.refill(key, known);
     // Debt is capped at one burst so a burst of gossip never locks an org out for long.
     bucket.tokens = Math.max(-bucket.limit.burst, bucket.tokens - tokens);
   }
@@ -76,6 +80,11 @@ export class TokenBuckets {
   /** Tokens an organization's bucket holds now (negative: debt), without refilling; undefined without a bucket. For tests and metrics. */
   tokens(key: string): number | undefined {
     return this.buckets.get(key)?.tokens;
+  }
+
+  /** The limit an organization's bucket was last used with; undefined without a bucket. */
+  limit(key: string): RateLimit | undefined {
+    return this.buckets.get(key)?.limit;
   }
 
   /** Forget idle buckets (full again) so memory follows active organizations. */
