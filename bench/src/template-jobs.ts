@@ -89,7 +89,7 @@ function maxPerSecond(times: number[]): number {
 
 export async function run(): Promise<string> {
   const env = await createTestEnvironment("benchtpl");
-  const sim = await startSimulatorThread({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: RECIPIENTS + 20_000 });
+  const sim = await startSimulatorThread({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: RECIPIENTS + 20_000, compactRecords: true });
   const baseEnv = {
     ...process.env,
     DATABASE_URL: env.databaseUrl,
@@ -246,6 +246,7 @@ export async function run(): Promise<string> {
     const i90 = Math.floor(templateTimes.length * 0.9) - 1;
     const rate = ((i90 - i10) / (templateTimes[i90] - templateTimes[i10])) * 1000;
     const perSecondMax = maxPerSecond(allTimes);
+    if (process.env.BENCH_DUMP_TIMES) (await import("node:fs")).writeFileSync(process.env.BENCH_DUMP_TIMES, JSON.stringify(allTimes));
     const perRecipient = new Map<string, number>();
     for (const r of onChannel) {
       const to = (r.body as { to: string }).to;

@@ -127,10 +127,17 @@ interface BulkDemand {
  *   of the 50,000-recipient bench at load 7).
  * So lateness turns into lost channel time, never into a burst above the rate.
  */
+/** How many intervals ahead of its spacing a call may go (`SendSpacer.admit`): bursts of at most this many plus one. */
+export const SPACING_TOLERANCE_INTERVALS = 4;
+
 export class SendSpacer {
   private readonly next = new Map<string, number>();
   /** Per channel, the times of its last `limit` calls: a ring whose `head` is the oldest. */
   private readonly windows = new Map<string, { limit: number; calls: number[]; head: number }>();
+  /** Per channel, the theoretical time of its next call on the clock of the calls (GCRA). */
+  private readonly actualTat = new Map<string, number>();
+  /** Single sends waiting for room in the channel's window: template sends wait behind them. */
+  private readonly firstWaiting = new Map<string, number>();
 
   /** Reserves this process's next call on `channelId` and answers how long to wait for it (ms, 0 = now). */
   delay(channelId: string, intervalMs: number, now = performance.now()): number {
@@ -144,13 +151,31 @@ export class SendSpacer {
    * A call on `channelId` is about to be made at `now`: records it and answers 0 if fewer than `limit` calls were
    * made in the last 1,000 ms; otherwise records nothing and answers how long to wait before asking again (ms).
    */
-  admit(channelId: string, limit: number, now = performance.now()): number {
+  admit(channelId: string, limit: number, now = performance.now(), first = false): number {
+    // A single send waiting for room in the window gets the next one.
+    if (!first && (this.firstWaiting.get(channelId) ?? 0) > 0) return 1;
+    // Spacing on the clock of the calls (GCRA, a few intervals of tolerance): sends whose spaced wake-ups a stall made
+    // fire together go out one interval apart from the moment they wake. (A single send is spaced, never held here.)
+    const intervalMs = 1_000 / limit;
+    const tat = this.actualTat.get(channelId) ?? now;
+    if (!first && tat - now > SPACING_TOLERANCE_INTERVALS * intervalMs) return Math.max(1, Math.ceil(tat - now - SPACING_TOLERANCE_INTERVALS * intervalMs));
+    const waitMs = this.window(channelId, limit, now);
+    if (waitMs === 0) this.actualTat.set(channelId, Math.max(tat, now) + intervalMs);
+    return waitMs;
+  }
+
+  private window(channelId: string, limit: number, now: number): number {
     let w = this.windows.get(channelId);
     if (!w || w.limit !== limit) {
       w = { limit, calls: [], head: 0 };
       this.windows.set(channelId, w);
       if (this.windows.size > 10_000) {
-        for (const [id, x] of this.windows) if (x.calls.length > 0 && now - x.calls[(x.head + x.calls.length - 1) % x.calls.length] > 1_000) this.windows.delete(id);
+        for (const [id, x] of this.windows) {
+          if (x.calls.length > 0 && now - x.calls[(x.head + x.calls.length - 1) % x.calls.length] > 1_000) {
+            this.windows.delete(id);
+            this.actualTat.delete(id);
+          }
+        }
       }
     }
     if (w.calls.length < limit) {
@@ -167,7 +192,8 @@ export class SendSpacer {
   /**
    * Waits until a call on the channel may be made now (spacing, then the window) and records it. A single send
    * (`first`) does not queue behind the spacing of bulk sends woken before it (ADR 0003, "Sharing the rate"): it
-   * only moves the spacing on by one interval, and is held by the window like every call.
+   * only moves the spacing on by one interval, and is held by the window like every call, but takes the window's
+   * next room before any template send.
    */
   async turn(channelId: string, messagesPerSecond: number, first = false): Promise<void> {
     const intervalMs = 1_000 / messagesPerSecond;
@@ -178,7 +204,19 @@ export class SendSpacer {
       const spacedMs = this.delay(channelId, intervalMs);
       if (spacedMs > 0) await sleep(spacedMs);
     }
-    for (let waitMs = this.admit(channelId, messagesPerSecond); waitMs > 0; waitMs = this.admit(channelId, messagesPerSecond)) await sleep(waitMs);
+    for (let waitMs = this.admit(channelId, messagesPerSecond, performance.now(), first); waitMs > 0; ) {
+      if (first) this.firstWaiting.set(channelId, (this.firstWaiting.get(channelId) ?? 0) + 1);
+      try {
+        await sleep(waitMs);
+      } finally {
+        if (first) {
+          const n = (this.firstWaiting.get(channelId) ?? 1) - 1;
+          if (n > 0) this.firstWaiting.set(channelId, n);
+          else this.firstWaiting.delete(channelId);
+        }
+      }
+      waitMs = this.admit(channelId, messagesPerSecond, performance.now(), first);
+    }
   }
 }
 
