@@ -120,7 +120,7 @@ export class ContactsRepository {
            INSERT INTO contacts.contacts AS c (id, organization_id, phone, name, wa_id)
            SELECT i.id, $1, i.phone, i.name, i.wa_id FROM input i
            WHERE NOT EXISTS (
-             SELECT 1 FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = i.phone
+             SELECT 1 FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = ANY($2::text[]) AND e.phone = i.phone
                AND (i.name IS NULL OR i.name = e.name) AND (i.wa_id IS NULL OR i.wa_id = e.wa_id))
            ORDER BY i.phone
            ON CONFLICT (organization_id, phone) DO UPDATE
@@ -131,7 +131,9 @@ export class ContactsRepository {
          SELECT i.phone, COALESCE(n.id, c.id) AS id, coalesce(n.created, false) AS created
          FROM input i
          LEFT JOIN upserted n ON n.phone = i.phone
-         LEFT JOIN contacts.contacts c ON c.organization_id = $1 AND c.phone = i.phone`,
+         -- "phone = ANY($2)" on both reads: statistics taken while the organization had few contacts otherwise
+         -- read all of them (its created-at index) and sorted them, per batch.
+         LEFT JOIN contacts.contacts c ON c.organization_id = $1 AND c.phone = ANY($2::text[]) AND c.phone = i.phone`,
         [organizationId, unique, ids, unique.map((p) => nameOf.get(p) ?? null), unique.map((p) => waIdOf.get(p) ?? null)],
       );
     } else {
