@@ -9,7 +9,7 @@ import {
 import { newId } from "@platform/id";
 import { Batcher } from "@platform/runtime";
 import type { MessagingContext } from "../context";
-import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
+import type { ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
 import { messagesRepository, type InboundInsert, type MessageRow } from "../db/repositories/messages.repository";
 import type { MessageStatus } from "../db/entities/message.entity";
@@ -40,7 +40,7 @@ export async function processProviderBatch(ctx: MessagingContext, rawBody: strin
         ctx.log.warn({ err: value.error.message.slice(0, 300) }, "provider messages change ignored: unexpected shape");
         continue;
       }
-      const channel = await channelsRepository.findByProviderPhoneNumberId(ctx.db, value.data.metadata.phone_number_id);
+      const channel = await ctx.lookups.forProviderNumber(value.data.metadata.phone_number_id);
       if (!channel) {
         ctx.log.warn({ phoneNumberId: value.data.metadata.phone_number_id }, "provider batch for an unknown phone number id ignored");
         continue;
