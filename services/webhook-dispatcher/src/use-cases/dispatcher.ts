@@ -21,6 +21,8 @@ import { deliveryHeaders } from "./payload";
 
 /** Attempts after the first one (service-spec: up to 3 retries). */
 export const MAX_RETRIES = WEBHOOK_MAX_RETRIES;
+/** How long the recording of finished attempts waits for the ones finishing right after (one statement for all). */
+const COMPLETION_LINGER_MS = 5;
 
 export interface DispatcherOptions {
   repo: DeliveryRepository;
@@ -257,6 +259,8 @@ export class Dispatcher {
   private scheduleFlush(): void {
     if (this.flushing) return;
     this.flushing = (async () => {
+      // A moment for the attempts finishing right after this one: one statement records them all (ADR 0010).
+      await sleep(COMPLETION_LINGER_MS);
       while (this.pendingCompletions.length > 0) {
         const batch = this.pendingCompletions.splice(0, 500);
         for (let tries = 1; ; tries++) {
