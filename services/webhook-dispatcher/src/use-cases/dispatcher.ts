@@ -226,7 +226,6 @@ export class Dispatcher {
         "webhook delivery failed",
       );
     }
-    if (retryInMs !== null) this.wakeAt(retryInMs);
     this.opts.onAttempt?.(outcome.ok ? "delivered" : retryInMs !== null ? "retry" : "failed", outcome.durationMs);
     this.pendingCompletions.push({
       jobId: job.jobId,
@@ -266,6 +265,9 @@ export class Dispatcher {
         for (let tries = 1; ; tries++) {
           try {
             const deactivated = await this.opts.repo.complete(batch);
+            // The retries are due `retryInMs` after this write (the statement's now()): wake then, not before, or the
+            // claim finds them not yet due and they wait for the next poll.
+            for (const c of batch) if (c.retryInMs !== null) this.wakeAt(c.retryInMs);
             if (deactivated.length) {
               this.opts.log.warn({ webhookIds: deactivated }, "webhooks deactivated after consecutive failures");
               this.opts.onDeactivated?.(deactivated);
