@@ -114,6 +114,43 @@ describe("bus (real NATS)", () => {
     }
   });
 
+  it("acks the messages handled in one turn of the event loop in one socket write, each message once", async () => {
+    const consumer = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-acks", log });
+    try {
+      const handled: number[] = [];
+      await consumer.consume({
+        stream: STREAMS.work,
+        durable: "acks-test",
+        subject: { subject: "work.acks.v1", schema: Payload },
+        concurrency: 64,
+        handler: async (p) => {
+          handled.push(p.n);
+        },
+      });
+      // Every frame this connection writes to its socket (acks, pulls, pings).
+      const transport = (consumer.nc as unknown as { protocol: { transport: { send(frame: Uint8Array): void } } }).protocol.transport;
+      let writes = 0;
+      const send = transport.send.bind(transport);
+      transport.send = (frame) => {
+        writes++;
+        send(frame);
+      };
+      const n = 300;
+      await Promise.all(Array.from({ length: n }, (_, k) => bus.publish("work.acks.v1", { n: k }, { msgId: `acks-${k}` })));
+      const info = () => consumer.jsm.consumers.info(consumer.streamName(STREAMS.work), "acks-test");
+      await eventually(async () => {
+        const i = await info();
+        return handled.length >= n && i.num_pending === 0 && i.num_ack_pending === 0;
+      }, 10_000);
+      expect([...handled].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: n }, (_, k) => k));
+      expect((await info()).num_redelivered).to.equal(0);
+      // One write per message before; the messages of a read arrive together, so their acks now share writes.
+      expect(writes).to.be.lessThan(n / 3);
+    } finally {
+      await consumer.close();
+    }
+  });
+
   it("dead-letters a permanent failure and an unparsable payload", async () => {
     await bus.consume({
       stream: STREAMS.work,

@@ -63,6 +63,25 @@ describe("Batcher", () => {
     expect(batcher.batches).to.equal(3);
   });
 
+  it("with lingerMs, calls of later turns arriving within the linger share the first batch of an idle key", async () => {
+    const seen: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (_key, items) => {
+        seen.push(items);
+        return items.map((n) => n * 2);
+      },
+      500,
+      1,
+      200,
+    );
+    const first = batcher.submit("k", 1);
+    // Two later turns (a timer of 200 ms cannot fire before the check phase of this very loop iteration).
+    await new Promise((r) => setImmediate(r));
+    const second = batcher.submit("k", 2);
+    expect(await Promise.all([first, second])).to.deep.equal([2, 4]);
+    expect(seen).to.deep.equal([[1, 2]]);
+  });
+
   it("with maxInFlight 2, calls arriving while a batch is in flight start a second batch at once, never a third", async () => {
     const seen: number[][] = [];
     const gates: Array<() => void> = [];

@@ -30,6 +30,10 @@ export type SendLookup = { channel: ChannelRow; windowOpen: boolean };
  */
 export class SendLookups {
   private channels = new Map<string, { row: ChannelRow; expiresAt: number }>();
+  /** Channels by the provider's phone number id (provider batches), kept and dropped like `channels`. */
+  private byProviderNumber = new Map<string, { row: ChannelRow; expiresAt: number }>();
+  /** Bumped by every eviction: a read that started before one is not kept (it may predate the change). */
+  private generation = 0;
   private windows = new Map<string, number>();
   private readonly reads: Batcher<string, (ChannelRow & { last_inbound_at: Date | null }) | undefined>;
 
@@ -76,14 +80,35 @@ export class SendLookups {
     return { channel, windowOpen };
   }
 
+  /**
+   * The channel a provider batch names by its phone number id, from memory for at most `channelTtlMs` (one
+   * query per provider batch before). Unknown numbers are not kept: a channel created a moment ago is found.
+   */
+  async forProviderNumber(providerPhoneNumberId: string): Promise<ChannelRow | undefined> {
+    const now = Date.now();
+    const cached = this.byProviderNumber.get(providerPhoneNumberId);
+    if (cached && cached.expiresAt > now) return cached.row;
+    const generation = this.generation;
+    const row = await channelsRepository.findByProviderPhoneNumberId(this.db, providerPhoneNumberId);
+    if (row && generation === this.generation) {
+      this.byProviderNumber.set(providerPhoneNumberId, { row, expiresAt: now + this.channelTtlMs });
+      if (this.byProviderNumber.size > 10_000) this.byProviderNumber.delete(this.byProviderNumber.keys().next().value!);
+    }
+    return row;
+  }
+
   /** A channel of the organization changed (here or on another replica). */
   forgetOrganization(organizationId: string): void {
+    this.generation++;
     const prefix = `${organizationId}|`;
     for (const key of this.channels.keys()) if (key.startsWith(prefix)) this.channels.delete(key);
+    for (const [key, { row }] of this.byProviderNumber) if (row.organization_id === organizationId) this.byProviderNumber.delete(key);
   }
 
   clear(): void {
+    this.generation++;
     this.channels.clear();
+    this.byProviderNumber.clear();
   }
 
   private rememberWindow(key: string, lastInboundMs: number): void {

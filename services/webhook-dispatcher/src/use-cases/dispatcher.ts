@@ -21,6 +21,8 @@ import { deliveryHeaders } from "./payload";
 
 /** Attempts after the first one (service-spec: up to 3 retries). */
 export const MAX_RETRIES = WEBHOOK_MAX_RETRIES;
+/** How long the recording of finished attempts waits for the ones finishing right after (one statement for all). */
+const COMPLETION_LINGER_MS = 5;
 
 export interface DispatcherOptions {
   repo: DeliveryRepository;
@@ -224,7 +226,6 @@ export class Dispatcher {
         "webhook delivery failed",
       );
     }
-    if (retryInMs !== null) this.wakeAt(retryInMs);
     this.opts.onAttempt?.(outcome.ok ? "delivered" : retryInMs !== null ? "retry" : "failed", outcome.durationMs);
     this.pendingCompletions.push({
       jobId: job.jobId,
@@ -257,11 +258,16 @@ export class Dispatcher {
   private scheduleFlush(): void {
     if (this.flushing) return;
     this.flushing = (async () => {
+      // A moment for the attempts finishing right after this one: one statement records them all (ADR 0010).
+      await sleep(COMPLETION_LINGER_MS);
       while (this.pendingCompletions.length > 0) {
         const batch = this.pendingCompletions.splice(0, 500);
         for (let tries = 1; ; tries++) {
           try {
             const deactivated = await this.opts.repo.complete(batch);
+            // The retries are due `retryInMs` after this write (the statement's now()): wake then, not before, or the
+            // claim finds them not yet due and they wait for the next poll.
+            for (const c of batch) if (c.retryInMs !== null) this.wakeAt(c.retryInMs);
             if (deactivated.length) {
               this.opts.log.warn({ webhookIds: deactivated }, "webhooks deactivated after consecutive failures");
               this.opts.onDeactivated?.(deactivated);

@@ -127,7 +127,7 @@ export class ContactsRepository {
            INSERT INTO contacts.contacts AS c (id, organization_id, phone, name, wa_id)
            SELECT i.id, $1, i.phone, i.name, i.wa_id FROM input i
            WHERE NOT EXISTS (
-             SELECT 1 FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = i.phone
+             SELECT 1 FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = ANY($2::text[]) AND e.phone = i.phone
                AND (i.name IS NULL OR i.name = e.name) AND (i.wa_id IS NULL OR i.wa_id = e.wa_id))
            ORDER BY i.phone
            ON CONFLICT (organization_id, phone) DO UPDATE

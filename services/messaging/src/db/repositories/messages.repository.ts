@@ -546,9 +546,16 @@ export const messagesRepository = {
          WHERE s.status IN ('sent', 'delivered', 'read', 'failed')
        ), locked AS (
          SELECT m.id, m.status, m.provider_message_id FROM ${SCHEMA}.messages m
-         WHERE m.direction = 'outbound' AND m.channel_id = $1
-           -- The parameters themselves (not the CTE): the planner then reads both indexes (BitmapOr), never the whole table.
-           AND (m.id = ANY($2::text[]) OR m.provider_message_id = ANY($3::text[]))
+         -- The ids first, each way through its own index, then the rows by primary key. Statistics taken while the
+         -- table held nearly no outbound rows (analysed after an inbound burst) made any plain "direction = 'outbound'"
+         -- here walk the whole outbound partial index as a filter, every outbound row per batch. So that condition
+         -- appears only next to the provider id it is the index of; the rows are kept as "<> 'inbound'" (the same
+         -- rows, by the table's CHECK), which no partial index matches.
+         WHERE m.id = ANY(ARRAY(
+             SELECT x.id FROM ${SCHEMA}.messages x WHERE x.id = ANY($2::text[])
+             UNION
+             SELECT x.id FROM ${SCHEMA}.messages x WHERE x.direction = 'outbound' AND x.provider_message_id = ANY($3::text[])))
+           AND m.direction <> 'inbound' AND m.channel_id = $1
          ORDER BY m.id FOR UPDATE
        ), matched AS (
          SELECT l.id, l.status AS old_status, s.*
