@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { SendSpacer, SPACING_TOLERANCE_INTERVALS } from "../src/use-cases/pacing";
+import { SendSpacer, SPACING_TOLERANCE_INTERVALS, windowLimit } from "../src/use-cases/pacing";
 
 /** The last step before a provider call: late slots never become a burst above the channel's top rate. */
 describe("unit: SendSpacer (provider calls of one process kept one top-rate interval apart)", () => {
@@ -25,7 +25,7 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
     expect(most).to.equal(1_000);
   });
 
-  it("keeps at most the rate in any second on the clock of the calls, however late the process wakes", () => {
+  it("keeps at most the window's share of the rate in any second on the clock of the calls, however late the process wakes", () => {
     // 3,000 calls due 1 ms apart (1,000/s). The process wakes each one late: 150 ms late through the first 400 ms of
     // calls, then on time (a stall that ends). Spacing is decided on when calls are due, so alone it let the calls of
     // 1,150 ms into one second; the window check waits them out (each wait also woken 3 ms late).
@@ -44,7 +44,7 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
       while (made[j]! - made[i]! >= 1_000) i++;
       most = Math.max(most, j - i + 1);
     }
-    expect(most).to.equal(1_000);
+    expect(most).to.equal(windowLimit(1_000));
     // Spacing alone (no window check) on the same wake-ups: more than the rate.
     const spaced = new SendSpacer();
     const alone = Array.from({ length: 3_000 }, (_, i) => {
@@ -77,12 +77,14 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
 
   it("admits the rate's worth of calls per second on the clock, then answers how long until the oldest leaves the window", () => {
     const s = new SendSpacer();
-    for (let i = 0; i < 5; i++) expect(s.admit("ch", 5, 100 + i)).to.equal(0);
-    expect(s.admit("ch", 5, 600)).to.equal(500);
-    expect(s.admit("ch", 5, 1_100)).to.equal(0);
-    expect(s.admit("ch", 5, 1_100)).to.equal(1);
+    // 100/s: 97 calls (the window's share) one interval apart, the last at 1,060 ms.
+    expect(windowLimit(100)).to.equal(97);
+    for (let i = 0; i < 97; i++) expect(s.admit("ch", 100, 100 + i * 10)).to.equal(0);
+    expect(s.admit("ch", 100, 1_070)).to.equal(30);
+    expect(s.admit("ch", 100, 1_100)).to.equal(0);
+    expect(s.admit("ch", 100, 1_100)).to.equal(10);
     // A new limit (the channel's rate changed) starts a new window.
-    expect(s.admit("ch", 6, 1_100)).to.equal(0);
+    expect(s.admit("ch", 120, 1_100)).to.equal(0);
   });
 
   it("lets a single send go before the spacing of bulk sends woken before it, still within the window", async () => {
@@ -99,8 +101,8 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
 
   it("gives a single send waiting for room in the window the next room, before template sends", async () => {
     const s = new SendSpacer();
-    // The window of a 20/s channel is full (20 calls in the last second).
-    for (let i = 0; i < 20; i++) await s.turn("ch", 20, true);
+    // The window of a 20/s channel is full (its share, 19 calls, in the last second).
+    for (let i = 0; i < windowLimit(20); i++) await s.turn("ch", 20, true);
     const order: string[] = [];
     const bulk = s.turn("ch", 20).then(() => order.push("bulk"));
     const single = s.turn("ch", 20, true).then(() => order.push("single"));
