@@ -17,6 +17,9 @@
  * CPU each process spent per accept; and, in the same run, a bare express app
  * receiving and JSON.parsing the same body (bare-server.ts `parse`), so the
  * ratio tells the machine's phase from a regression.
+ *
+ * BENCH_DUMP_TIMES=<file> writes the provider's arrival times (epoch ms) of the job's run as JSON, to look at how
+ * evenly the calls reached it (ADR 0003, arrivals per 50 ms).
  */
 import { createHash } from "node:crypto";
 import { cpus, loadavg } from "node:os";

@@ -56,6 +56,23 @@ export interface DeliveryAttemptRow {
 }
 
 /** Events owed, durable delivery jobs and the attempt log. Every hot path is one set-based statement. */
+/** The attempt log's columns of `records`, as the array parameters $1 to $11 of the statements that write it. */
+function attemptColumns(records: AttemptRecord[]): unknown[] {
+  return [
+    records.map((r) => r.deliveryId),
+    records.map((r) => r.webhookId),
+    records.map((r) => r.organizationId),
+    records.map((r) => r.eventId),
+    records.map((r) => r.event),
+    records.map((r) => r.attempt),
+    records.map((r) => r.responseStatus),
+    records.map((r) => r.responseBody),
+    records.map((r) => r.error),
+    records.map((r) => r.durationMs),
+    records.map((r) => r.createdAt.toISOString()),
+  ];
+}
+
 export class DeliveryRepository {
   constructor(private readonly db: DataSource) {}
 
@@ -231,17 +248,7 @@ export class DeliveryRepository {
        )
        SELECT id FROM updated WHERE NOT active`,
       [
-        records.map((r) => r.deliveryId),
-        records.map((r) => r.webhookId),
-        records.map((r) => r.organizationId),
-        records.map((r) => r.eventId),
-        records.map((r) => r.event),
-        records.map((r) => r.attempt),
-        records.map((r) => r.responseStatus),
-        records.map((r) => r.responseBody),
-        records.map((r) => r.error),
-        records.map((r) => r.durationMs),
-        records.map((r) => r.createdAt.toISOString()),
+        ...attemptColumns(records),
         done,
         retries.map((c) => c.jobId),
         retries.map((c) => c.retryInMs),
@@ -265,19 +272,7 @@ export class DeliveryRepository {
        SELECT u.* FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::int[], $8::text[], $9::text[], $10::int[], $11::timestamptz[])
          AS u(id, webhook_id, organization_id, event_id, event, attempt, response_status, response_body, error, duration_ms, created_at)
        WHERE EXISTS (SELECT 1 FROM webhooks.webhooks w WHERE w.id = u.webhook_id)`,
-      [
-        records.map((r) => r.deliveryId),
-        records.map((r) => r.webhookId),
-        records.map((r) => r.organizationId),
-        records.map((r) => r.eventId),
-        records.map((r) => r.event),
-        records.map((r) => r.attempt),
-        records.map((r) => r.responseStatus),
-        records.map((r) => r.responseBody),
-        records.map((r) => r.error),
-        records.map((r) => r.durationMs),
-        records.map((r) => r.createdAt.toISOString()),
-      ],
+      attemptColumns(records),
     );
   }
 
