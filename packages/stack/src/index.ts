@@ -273,7 +273,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let stopping = false;
   let configFailed = false;
   const spawnProc = (p: Proc, color: number) => {
-    const nodeArgs = p.name === "provider-simulator" ? [] : SERVICE_NODE_ARGS;
+    // STACK_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", not allowed in NODE_OPTIONS) profiles the services.
+    const extra = (process.env.STACK_NODE_ARGS ?? "").split(" ").filter(Boolean);
+    const nodeArgs = p.name === "provider-simulator" ? [] : [...SERVICE_NODE_ARGS, ...extra];
     // Its own process group, so that a Ctrl-C reaches the supervisor alone and each process gets exactly one SIGTERM
     // from it; the IPC channel ends when the supervisor does, even killed outright, and the process then stops too.
     const child = spawn(process.execPath, [...nodeArgs, p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe", "ipc"], detached: true });
