@@ -44,10 +44,13 @@ export interface ConsumeOptions<S extends z.ZodType> {
   /** Where a new durable starts: all retained messages (default) or only new ones. */
   deliverNew?: boolean;
   /**
-   * Steps back when the process is busy (the bus's `setLoadGate`), so requests served by this process keep their
-   * latency: true for the high-volume background consumers; copies of other services' facts (`sys.*`) leave it off.
+   * Steps back when the process is busy (the bus's `setLoadGate`), so the requests the stack serves keep their
+   * latency: true for the high-volume background consumers (an eighth of the concurrency in flight while busy);
+   * "pause" for a consumer that starts a pipeline of work in several processes (provider batches): one in flight and
+   * a pause of up to 100 ms before the next, so its backlog, and all the work downstream of it, waits in JetStream.
+   * Copies of other services' facts (`sys.*`) leave it off.
    */
-  yieldUnderLoad?: boolean;
+  yieldUnderLoad?: boolean | "pause";
 }
 
 /** What `consume` asks before starting another message (`LoadGate` of @platform/runtime). */
@@ -200,7 +203,7 @@ export class Bus {
 
   /**
    * The busy signal of this process: while it is busy, consumers with `yieldUnderLoad` keep an eighth of their
-   * concurrency in flight (at least one message).
+   * concurrency in flight (at least one message), those with "pause" one with a pause between two.
    */
   setLoadGate(gate: ConsumerGate | undefined): void {
     this.gate = gate;
@@ -303,16 +306,18 @@ export class Bus {
     this.consumers.push(messages);
     const limit = opts.concurrency ?? 16;
     const running = new Set<Promise<void>>();
-    const yieldUnderLoad = opts.yieldUnderLoad === true;
+    const yieldUnderLoad = opts.yieldUnderLoad ?? false;
     void (async () => {
       for await (const msg of messages) {
         if (this.closing) break;
-        // Busy: an eighth of the concurrency in flight (at least one), the next one started when one ends or the
-        // process is calm again (checked at least every 100 ms, so it always moves on).
         const gate = yieldUnderLoad ? this.gate : undefined;
         if (gate?.busy) {
-          const cap = Math.max(1, Math.floor(limit / 8));
+          // Busy: an eighth of the concurrency in flight (at least one), or one for "pause"; the next one starts when
+          // one ends or the process is calm again (checked at least every 100 ms, so it always moves on).
+          const cap = yieldUnderLoad === "pause" ? 1 : Math.max(1, Math.floor(limit / 8));
           while (running.size >= cap && gate.busy) await Promise.race([Promise.race(running), gate.calm(MAX_YIELD_MS)]);
+          // "pause": a break between two messages too, however short each is (at least ~10 per second still start).
+          if (yieldUnderLoad === "pause" && gate.busy) await gate.calm(MAX_YIELD_MS);
         }
         const task = this.handle(msg, opts, maxDeliver).finally(() => {
           running.delete(task);

@@ -114,6 +114,58 @@ describe("bus (real NATS)", () => {
     }
   });
 
+  it("a consumer that pauses under load keeps one message in flight while the process is busy, and handles every message once", async () => {
+    let busy = true;
+    let calmCalls = 0;
+    const gate = {
+      get busy() {
+        return busy;
+      },
+      calm: (maxMs: number) => {
+        calmCalls++;
+        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(maxMs, 5)));
+      },
+    };
+    const gated = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-paused", log });
+    gated.setLoadGate(gate);
+    const seen = new Map<number, number>();
+    let inFlight = 0;
+    let maxBusy = 0;
+    let maxCalm = 0;
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    try {
+      await gated.consume({
+        stream: STREAMS.work,
+        durable: "pause-test",
+        subject: { subject: "work.pause.v1", schema: Payload },
+        concurrency: 8,
+        yieldUnderLoad: "pause",
+        handler: async (p) => {
+          inFlight++;
+          if (busy) maxBusy = Math.max(maxBusy, inFlight);
+          else maxCalm = Math.max(maxCalm, inFlight);
+          await (busy ? new Promise((r) => setImmediate(r)) : released);
+          seen.set(p.n, (seen.get(p.n) ?? 0) + 1);
+          inFlight--;
+        },
+      });
+      await Promise.all(Array.from({ length: 40 }, (_, n) => gated.publish("work.pause.v1", { n }, { msgId: `pause-${n}` })));
+      await eventually(() => seen.size >= 10, 10_000);
+      // One at a time, and a pause asked for before the next one.
+      expect(maxBusy).to.equal(1);
+      expect(calmCalls).to.be.at.least(9);
+      busy = false;
+      await eventually(() => inFlight > 1, 10_000);
+      release();
+      await eventually(() => seen.size === 40, 10_000);
+      expect(maxCalm).to.be.greaterThan(1);
+      expect([...seen.values()].every((c) => c === 1)).to.equal(true);
+    } finally {
+      await gated.close();
+    }
+  });
+
   it("acks the messages handled in one turn of the event loop in one socket write, each message once", async () => {
     const consumer = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-acks", log });
     try {

@@ -139,6 +139,12 @@ export const internalServiceEnv = {
    * by lag).
    */
   CONSUMER_YIELD_LAG_MS: z.coerce.number().int().min(0).max(10_000).default(50),
+  /**
+   * While HTTP requests are served anywhere in the stack and some task waited for a CPU more than this share of the
+   * last 50 ms (Linux pressure stall information of the container, else of the machine), the background consumers
+   * step back too, also in processes that serve nobody themselves (0: never by CPU pressure).
+   */
+  CONSUMER_YIELD_CPU_PRESSURE: z.coerce.number().min(0).max(1).default(0.2),
 };
 
 export { url as envUrl };

@@ -77,6 +77,11 @@ export const SUBJECTS = {
     z.object({ replica: z.string(), counts: z.record(z.string(), z.number()), limits: z.record(z.string(), RateLimit).optional() }),
   ),
   providerInbound: subject("provider.inbound.v1", ProviderInboundBatch),
+  /**
+   * Core NATS broadcast, at most every 250 ms per process while it serves HTTP requests (the integrators' API, the
+   * admin API, the console): background consumers of every process yield the CPU while it is short (ADR 0010).
+   */
+  loadServing: subject("bcast.load.serving.v1", z.object({ service: z.string() })),
 } as const;
 
 export const ResolveContactRequest = z.object({

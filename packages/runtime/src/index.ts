@@ -1,4 +1,5 @@
 import type { Logger } from "@platform/logging";
+import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -165,6 +166,58 @@ export class Batcher<In, Out> {
   }
 }
 
+/**
+ * The share of time some task waited for a CPU, from Linux pressure stall information: the container's own cgroup
+ * (`cpu.pressure` in cgroup v2, where a Kubernetes CPU limit throttles), else the whole machine (`/proc/pressure/cpu`).
+ * `read()` gives the share since the previous read (0 to 1), or undefined where the kernel keeps no such figure.
+ */
+export class CpuPressure {
+  private readonly file?: string;
+  private last?: { stalledUs: number; atUs: number };
+
+  constructor(files: string[] = CpuPressure.candidates()) {
+    this.file = files.find((f) => CpuPressure.stalledUs(f) !== undefined);
+  }
+
+  static candidates(): string[] {
+    const files: string[] = [];
+    try {
+      // cgroup v2: "0::/kubepods/…" on a host, "0::/" inside a container's own cgroup namespace.
+      const own = /^0::(.*)$/m.exec(readFileSync("/proc/self/cgroup", "utf8"))?.[1];
+      if (own !== undefined) files.push(`/sys/fs/cgroup${own === "/" ? "" : own}/cpu.pressure`);
+    } catch {
+      /* not Linux */
+    }
+    files.push("/proc/pressure/cpu");
+    return files;
+  }
+
+  /** Microseconds some task stalled in all, from a PSI file's "some … total=" line. */
+  static stalledUs(file: string): number | undefined {
+    try {
+      const total = /^some .*total=(\d+)/m.exec(readFileSync(file, "utf8"))?.[1];
+      return total === undefined ? undefined : Number(total);
+    } catch {
+      return undefined;
+    }
+  }
+
+  get available(): boolean {
+    return this.file !== undefined;
+  }
+
+  read(): number | undefined {
+    if (!this.file) return undefined;
+    const stalledUs = CpuPressure.stalledUs(this.file);
+    if (stalledUs === undefined) return undefined;
+    const atUs = Number(process.hrtime.bigint() / 1000n);
+    const prev = this.last;
+    this.last = { stalledUs, atUs };
+    if (!prev || atUs <= prev.atUs) return undefined;
+    return Math.min(1, Math.max(0, (stalledUs - prev.stalledUs) / (atUs - prev.atUs)));
+  }
+}
+
 export interface LoadGateOptions {
   /** Event-loop delay (ms, worst in the last sample window) above which the process counts as busy; 0 never. */
   lagMs: number;
@@ -177,23 +230,38 @@ export interface LoadGateOptions {
    * would also slow the consumers of a process that serves nobody, only because other processes took the CPU.
    */
   serving?: () => boolean;
+  /**
+   * Whether integrators' API requests are being served anywhere in the stack (this process or another, told by
+   * broadcast). While they are and the CPU is short (`cpuPressure` above `pressureShare`), the process is busy even
+   * if it serves nobody itself: the stack's background work yields the CPU to those requests.
+   */
+  interactive?: () => boolean;
+  /** The share of the last window some task waited for a CPU (`CpuPressure.read`); undefined: unknown. */
+  cpuPressure?: () => number | undefined;
+  /** Above this share of stalled time the CPU is short; 0 never. */
+  pressureShare?: number;
 }
 
 /**
  * Tells background consumers when to step back so the requests served by
- * the same process keep their latency: the process is busy while it serves
- * requests (`serving`) and its event loop is late (the worst delay of the
- * last window, `monitorEventLoopDelay`) or someone waits for a database
- * connection. A consumer asks `busy`
- * before starting another message and, when busy, keeps one in flight and
- * waits for `calm()` (bounded by the caller) before the next; a backlog then
- * waits in JetStream, where it costs nothing, instead of in the event loop or
- * the pool's queue. The sample timer is unref'd.
+ * the stack keep their latency. The process is busy
+ * - while it serves requests (`serving`) and its event loop is late (the worst
+ *   delay of the last window, `monitorEventLoopDelay`) or someone waits for a
+ *   database connection; or
+ * - while API requests are served anywhere (`interactive`) and the CPU is
+ *   short (pressure stall information above `pressureShare`): processes that
+ *   serve nobody themselves (messaging's inbound, the dispatcher) then leave
+ *   the CPU to those that do.
+ * A consumer asks `busy` before starting another message and, when busy,
+ * holds back and waits for `calm()` (bounded by the caller); a backlog then
+ * waits in JetStream, where it costs nothing, instead of in the run queue,
+ * the event loop or the pool's queue. The sample timer is unref'd.
  */
 export class LoadGate {
   private readonly histogram?: ReturnType<typeof monitorEventLoopDelay>;
   private readonly timer?: NodeJS.Timeout;
   private lagBusy = false;
+  private cpuShort = false;
   private waiters: Array<() => void> = [];
   /** Times a consumer was held back (metrics, tests). */
   holds = 0;
@@ -208,12 +276,15 @@ export class LoadGate {
     this.timer.unref();
   }
 
-  private sample(): void {
+  /** One window's figures: called by the timer, and by tests. */
+  sample(): void {
     if (this.histogram) {
       // The monitor's timer fires every 10 ms: what it records beyond that is lateness.
       this.lagBusy = this.histogram.max / 1e6 - 10 > this.opts.lagMs;
       this.histogram.reset();
     }
+    const share = this.opts.pressureShare ?? 0;
+    if (share > 0 && this.opts.cpuPressure) this.cpuShort = (this.opts.cpuPressure() ?? 0) > share;
     if (!this.busy) this.release();
   }
 
@@ -223,7 +294,13 @@ export class LoadGate {
     for (const w of waiters) w();
   }
 
+  /** Whether API requests are served anywhere in the stack now (`interactive`). */
+  get interactive(): boolean {
+    return this.opts.interactive?.() ?? false;
+  }
+
   get busy(): boolean {
+    if (this.cpuShort && (this.opts.interactive?.() ?? false)) return true;
     if (this.opts.serving && !this.opts.serving()) return false;
     return this.lagBusy || (this.opts.waiting?.() ?? 0) > 0;
   }

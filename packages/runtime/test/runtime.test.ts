@@ -1,6 +1,9 @@
 import { expect } from "chai";
 import { createLogger } from "@platform/logging";
-import { Batcher, Lifecycle, LoadGate, waitFor } from "../src";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Batcher, CpuPressure, Lifecycle, LoadGate, waitFor } from "../src";
 
 const log = createLogger("runtime-test", "silent");
 
@@ -189,6 +192,47 @@ describe("LoadGate", () => {
     }
   });
 
+  it("is busy while API requests are served anywhere and the CPU is short, also in a process that serves nobody", () => {
+    let pressure: number | undefined = 0.5;
+    let interactive = true;
+    // Serves nobody itself, no lag, nobody waiting: only the stack-wide signal can make it busy.
+    const gate = new LoadGate({
+      lagMs: 0,
+      sampleMs: 60_000,
+      serving: () => false,
+      interactive: () => interactive,
+      cpuPressure: () => pressure,
+      pressureShare: 0.2,
+    });
+    try {
+      gate.sample();
+      expect(gate.busy).to.equal(true);
+      // Nobody to protect: the background work may take the CPU.
+      interactive = false;
+      expect(gate.busy).to.equal(false);
+      interactive = true;
+      // Enough CPU (or no figure from the kernel): calm again at the next sample.
+      pressure = 0.1;
+      gate.sample();
+      expect(gate.busy).to.equal(false);
+      pressure = undefined;
+      gate.sample();
+      expect(gate.busy).to.equal(false);
+    } finally {
+      gate.stop();
+    }
+  });
+
+  it("never counts CPU pressure when its share is 0", () => {
+    const gate = new LoadGate({ lagMs: 0, sampleMs: 60_000, interactive: () => true, cpuPressure: () => 1, pressureShare: 0 });
+    try {
+      gate.sample();
+      expect(gate.busy).to.equal(false);
+    } finally {
+      gate.stop();
+    }
+  });
+
   it("calm() gives up after maxMs, so a consumer always moves on", async () => {
     const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => 1 });
     try {
@@ -197,5 +241,30 @@ describe("LoadGate", () => {
     } finally {
       gate.stop();
     }
+  });
+});
+
+describe("CpuPressure", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "psi-"));
+  const psi = (file: string, someTotal: number) =>
+    writeFileSync(file, `some avg10=0.00 avg60=0.00 avg300=0.00 total=${someTotal}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n`);
+
+  it("reads the first pressure file the kernel keeps, and gives the share of stalled time since the previous read", () => {
+    const file = path.join(dir, "cpu.pressure");
+    psi(file, 1_000);
+    const pressure = new CpuPressure([path.join(dir, "missing"), file]);
+    expect(pressure.available).to.equal(true);
+    expect(pressure.read()).to.equal(undefined); // no previous read yet
+    // Nothing stalled since: 0.
+    expect(pressure.read()).to.equal(0);
+    // Far more stalled time than can have passed (tasks on many CPUs): capped at 1.
+    psi(file, 1_000 + 3_600e6);
+    expect(pressure.read()).to.equal(1);
+  });
+
+  it("is unavailable where no pressure file exists (not Linux, old kernel)", () => {
+    const pressure = new CpuPressure([path.join(dir, "none")]);
+    expect(pressure.available).to.equal(false);
+    expect(pressure.read()).to.equal(undefined);
   });
 });

@@ -8,7 +8,8 @@ import { internalServiceEnv, parseEnv } from "@platform/config";
 import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@platform/db";
 import { createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
-import { Lifecycle, LoadGate, waitFor } from "@platform/runtime";
+import { SUBJECTS } from "@platform/contracts";
+import { CpuPressure, Lifecycle, LoadGate, waitFor } from "@platform/runtime";
 import { startTracing } from "@platform/telemetry";
 
 /** What a service's wiring receives: its parsed env and its connections. */
@@ -44,6 +45,14 @@ export interface ServiceDefinition<S extends z.ZodRawShape> {
 
 const baseSchema = z.object(internalServiceEnv);
 const PROBE_PATH = /^\/(healthz|readyz|metrics)(\?|\/|$)/;
+/** How often a process serving HTTP requests tells the others (`bcast.load.serving.v1`): at most this often. */
+const SERVING_ANNOUNCE_MS = 250;
+
+/** The CPU pressure of the container (or machine), or undefined where the kernel keeps none (not Linux, old kernel). */
+function cpuPressureReader(): (() => number | undefined) | undefined {
+  const pressure = new CpuPressure();
+  return pressure.available ? () => pressure.read() : undefined;
+}
 export type BaseServiceEnv = z.infer<typeof baseSchema>;
 export type ServiceEnv<S extends z.ZodRawShape> = BaseServiceEnv & z.infer<z.ZodObject<S>>;
 
@@ -52,6 +61,8 @@ export interface RunningService<E> {
   url: string;
   port: number;
   server: Server;
+  /** When background consumers step back (ADR 0010). */
+  loadGate: LoadGate;
   stop(): Promise<void>;
 }
 
@@ -86,12 +97,18 @@ export async function startService<S extends z.ZodRawShape>(
   await waitFor("jetstream streams", () => bus.ensureStreams(), log);
 
   // Requests in flight, and when the last one ended: the consumers step back only while there are requests to protect.
-  const serving = { inFlight: 0, lastEnded: 0 };
+  // `lastHeard`: when another process last said it serves HTTP requests (`bcast.load.serving.v1`).
+  const serving = { inFlight: 0, lastEnded: 0, lastAnnounced: 0, lastHeard: 0 };
+  const servingHttp = () => serving.inFlight > 0 || Date.now() - serving.lastEnded < 1_000;
+  bus.onBroadcast(SUBJECTS.loadServing, () => (serving.lastHeard = Date.now()));
   const gate = new LoadGate({
     lagMs: env.CONSUMER_YIELD_LAG_MS,
     waiting: () => poolWaiting(db),
     // HTTP requests, and the request/reply questions other services ask this one (the send path's opt-out check).
-    serving: () => serving.inFlight > 0 || Date.now() - serving.lastEnded < 1_000 || bus.servingRequests(1_000),
+    serving: () => servingHttp() || bus.servingRequests(1_000),
+    interactive: () => servingHttp() || Date.now() - serving.lastHeard < 1_000,
+    cpuPressure: env.CONSUMER_YIELD_CPU_PRESSURE > 0 ? cpuPressureReader() : undefined,
+    pressureShare: env.CONSUMER_YIELD_CPU_PRESSURE,
   });
   bus.setLoadGate(gate);
   lifecycle.onStop("load gate", () => gate.stop());
@@ -124,6 +141,11 @@ export async function startService<S extends z.ZodRawShape>(
       // Probes and scrapes are not the requests the gate protects.
       if (!PROBE_PATH.test(req.url ?? "")) {
         serving.inFlight++;
+        const now = Date.now();
+        if (now - serving.lastAnnounced >= SERVING_ANNOUNCE_MS) {
+          serving.lastAnnounced = now;
+          bus.broadcast(SUBJECTS.loadServing, { service: def.name });
+        }
         res.once("close", () => {
           serving.inFlight--;
           serving.lastEnded = Date.now();
@@ -138,5 +160,5 @@ export async function startService<S extends z.ZodRawShape>(
   lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));
   const port = (server.address() as AddressInfo).port;
   log.info({ port }, "service listening");
-  return { deps, url: `http://127.0.0.1:${port}`, port, server, stop: () => lifecycle.stop() };
+  return { deps, url: `http://127.0.0.1:${port}`, port, server, loadGate: gate, stop: () => lifecycle.stop() };
 }

@@ -9,7 +9,9 @@ export async function consumeProviderInbound(ctx: MessagingContext): Promise<voi
     durable: "messaging-provider-inbound",
     subject: SUBJECTS.providerInbound,
     concurrency: 8,
-    yieldUnderLoad: true,
+    // The start of the inbound pipeline (contacts, outbox, dispatcher, analytics): while the stack serves requests
+    // and is short of CPU, its backlog waits in JetStream (ADR 0010).
+    yieldUnderLoad: "pause",
     ackWaitMs: 30_000,
     maxDeliver: 1_000,
     handler: (payload) => processProviderBatch(ctx, payload.body),
