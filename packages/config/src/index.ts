@@ -133,7 +133,7 @@ export const internalServiceEnv = {
   /** Shared by the gateway and the services; a service refuses calls without it. */
   INTERNAL_TOKEN: envToken(),
   /**
-   * The high-volume background consumers (provider batches, domain events, keyword opt-outs) step back while this
+   * The high-volume background consumers (inbound-message batches, domain events, keyword opt-outs) step back while this
    * process serves requests and its event loop is later than this many ms, or a query waits for a connection: an
    * eighth of their concurrency in flight until it is calm again, so those requests keep their latency (0: never
    * by lag).

@@ -76,13 +76,42 @@ export const SUBJECTS = {
     "bcast.ratelimit.usage.v1",
     z.object({ replica: z.string(), counts: z.record(z.string(), z.number()), limits: z.record(z.string(), RateLimit).optional() }),
   ),
+  /** Verified provider batches with status callbacks, template status changes or anything else but inbound messages only. */
   providerInbound: subject("provider.inbound.v1", ProviderInboundBatch),
+  /**
+   * Verified provider batches that carry inbound messages and nothing else (`providerBatchSubject`): their processing
+   * may wait while the stack serves requests and is short of CPU (ADR 0010); nothing that settles a send is here.
+   */
+  providerMessages: subject("provider.messages.v1", ProviderInboundBatch),
   /**
    * Core NATS broadcast, at most every 250 ms per process while it serves HTTP requests (the integrators' API, the
    * admin API, the console): background consumers of every process yield the CPU while it is short (ADR 0010).
    */
   loadServing: subject("bcast.load.serving.v1", z.object({ service: z.string() })),
 } as const;
+
+/**
+ * The subject a verified provider batch is stored on: `provider.messages.v1` when every change of every entry is a
+ * `messages` change with inbound messages and no status callback, else `provider.inbound.v1`. Status callbacks
+ * settle sends whose provider answer was lost (a crash, a timeout), so they must never wait behind inbound messages
+ * held back under load; template status changes are read from `provider.inbound.v1` by template-jobs.
+ */
+export function providerBatchSubject(body: unknown): string {
+  const entries = (body as { entry?: unknown } | null)?.entry;
+  if (!Array.isArray(entries) || entries.length === 0) return SUBJECTS.providerInbound.subject;
+  let messages = 0;
+  for (const entry of entries) {
+    const changes = (entry as { changes?: unknown } | null)?.changes;
+    if (!Array.isArray(changes) || changes.length === 0) return SUBJECTS.providerInbound.subject;
+    for (const change of changes) {
+      const c = change as { field?: unknown; value?: { messages?: unknown; statuses?: unknown } } | null;
+      if (c?.field !== "messages" || !c.value || c.value.statuses !== undefined) return SUBJECTS.providerInbound.subject;
+      if (!Array.isArray(c.value.messages) || c.value.messages.length === 0) return SUBJECTS.providerInbound.subject;
+      messages += c.value.messages.length;
+    }
+  }
+  return messages > 0 ? SUBJECTS.providerMessages.subject : SUBJECTS.providerInbound.subject;
+}
 
 export const ResolveContactRequest = z.object({
   organizationId: z.string(),

@@ -112,6 +112,23 @@ describe("gateway: routing, plans and provider webhooks", () => {
     }
   });
 
+  it("stores a batch of inbound messages only on provider.messages.v1 and status callbacks on provider.inbound.v1", async () => {
+    const messagesSeen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.messages.v1`);
+    const inboundSeen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
+    const sign = (raw: string) => "sha256=" + createHmac("sha256", "dev-app-secret").update(raw).digest("hex");
+    const batch = (value: unknown) => JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "waba", changes: [{ field: "messages", value }] }] });
+    const messages = batch({ metadata: { phone_number_id: "pn-route" }, messages: [{ from: "15550001", id: "wamid.route.1", timestamp: "1", type: "text", text: { body: "hi" } }] });
+    const statuses = batch({ metadata: { phone_number_id: "pn-route" }, statuses: [{ id: "wamid.route.2", status: "delivered", timestamp: "1", recipient_id: "15550001" }] });
+    for (const body of [messages, statuses]) {
+      await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(body)).send(body).expect(200);
+    }
+    await eventually(() => messagesSeen.received.length === 1 && inboundSeen.received.some((m) => m.data.body === statuses));
+    expect(messagesSeen.received[0].data.body).to.equal(messages);
+    expect(inboundSeen.received.map((m) => m.data.body)).to.not.include(messages);
+    await messagesSeen.close();
+    await inboundSeen.close();
+  });
+
   it("stores signed provider batches on JetStream before answering 200, and refuses bad signatures", async () => {
     const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
     const body = JSON.stringify({ object: "whatsapp_business_account", entry: [] });

@@ -1,6 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import express, { type Router } from "express";
-import { SUBJECTS } from "@platform/contracts";
+import { providerBatchSubject } from "@platform/contracts";
 import type { Bus } from "@platform/bus";
 import { ApiError } from "@platform/http";
 import type { Logger } from "@platform/logging";
@@ -14,7 +14,8 @@ export function verifyProviderSignature(rawBody: Buffer, header: string | undefi
 
 /**
  * The provider's inbound webhooks. A batch is answered 200 only once it is
- * stored in JetStream (the PROVIDER_INBOUND stream), so nothing acknowledged
+ * stored in JetStream (the PROVIDER_INBOUND stream: `provider.messages.v1` for
+ * inbound messages only, `provider.inbound.v1` for the rest), so nothing acknowledged
  * is ever lost; its hash is the message id, so a provider retry of the same
  * batch inside the duplicate window is dropped, and the consumers dedupe
  * per provider message id and status beyond it. Bodies are limited to 1 MB
@@ -39,14 +40,16 @@ export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSe
       throw new ApiError("UNAUTHORIZED", "Invalid signature");
     }
     const body = raw.toString("utf8");
+    let parsed: unknown;
     try {
-      JSON.parse(body);
+      parsed = JSON.parse(body);
     } catch {
       throw new ApiError("INVALID_JSON", "The body is not valid JSON");
     }
     try {
+      // Inbound messages only, or anything else (status callbacks first of all): ADR 0010.
       await deps.bus.publish(
-        SUBJECTS.providerInbound.subject,
+        providerBatchSubject(parsed),
         { body, receivedAt: new Date().toISOString() },
         { msgId: createHash("sha256").update(raw).digest("hex") },
       );

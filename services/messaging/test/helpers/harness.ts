@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import request from "supertest";
 import { Bus, RpcCallError } from "@platform/bus";
-import { CONTACTS_RPC, RPC, SUBJECTS } from "@platform/contracts";
+import { CONTACTS_RPC, RPC, SUBJECTS, providerBatchSubject } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { createLogger } from "@platform/logging";
 import { startSignedWebhookReceiver, startSimulator, type Simulator, type SimulatorOptions } from "@platform/provider-simulator";
@@ -17,7 +17,7 @@ export const APP_SECRET = "test-app-secret";
  */
 function startProviderWebhookStandIn(bus: Bus) {
   return startSignedWebhookReceiver(APP_SECRET, async (body) => {
-    await bus.publish(SUBJECTS.providerInbound.subject, { body, receivedAt: new Date().toISOString() }, {
+    await bus.publish(providerBatchSubject(JSON.parse(body)), { body, receivedAt: new Date().toISOString() }, {
       msgId: createHash("sha256").update(body).digest("hex"),
     });
   });

@@ -2,18 +2,29 @@ import { STREAMS, SUBJECTS } from "@platform/contracts";
 import type { MessagingContext } from "../../context";
 import { processProviderBatch } from "../../use-cases/process-provider-batch";
 
-/** `provider.inbound.v1`: raw provider webhook batches the gateway verified and stored. */
+/**
+ * Raw provider webhook batches the gateway verified and stored, on two subjects (`providerBatchSubject`):
+ * - `provider.inbound.v1`: status callbacks (and anything that is not inbound messages only). A status callback
+ *   settles a send whose provider answer was lost (its sender was killed, or the call timed out); a retry that ran
+ *   before it could send the message twice, so these never wait for the load gate.
+ * - `provider.messages.v1`: inbound messages only, the start of a pipeline through contacts, the outbox, the
+ *   dispatcher and analytics. While the stack serves requests and is short of CPU, one batch at a time with a pause:
+ *   the backlog waits in JetStream (ADR 0010).
+ * Both are handled the same way; a batch of either kind on the other subject (older publishers) is handled all the same.
+ */
 export async function consumeProviderInbound(ctx: MessagingContext): Promise<void> {
+  const common = { stream: STREAMS.provider, concurrency: 8, ackWaitMs: 30_000, maxDeliver: 1_000 } as const;
   await ctx.bus.consume({
-    stream: STREAMS.provider,
+    ...common,
     durable: "messaging-provider-inbound",
     subject: SUBJECTS.providerInbound,
-    concurrency: 8,
-    // The start of the inbound pipeline (contacts, outbox, dispatcher, analytics): while the stack serves requests
-    // and is short of CPU, its backlog waits in JetStream (ADR 0010).
+    handler: (payload) => processProviderBatch(ctx, payload.body),
+  });
+  await ctx.bus.consume({
+    ...common,
+    durable: "messaging-provider-messages",
+    subject: SUBJECTS.providerMessages,
     yieldUnderLoad: "pause",
-    ackWaitMs: 30_000,
-    maxDeliver: 1_000,
     handler: (payload) => processProviderBatch(ctx, payload.body),
   });
 }
