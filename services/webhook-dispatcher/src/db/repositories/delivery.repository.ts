@@ -166,6 +166,9 @@ export class DeliveryRepository {
          SELECT j.id, j.webhook_id, j.due_at
          FROM webhooks.delivery_jobs j
          WHERE j.due_at <= now() AND NOT (j.webhook_id = ANY($3::text[]))
+           -- Jobs of a webhook deleted or deactivated while they were being created (no foreign key: ADR 0012)
+           -- are never taken, so they must not fill the candidates either; pruning deletes them.
+           AND EXISTS (SELECT 1 FROM webhooks.webhooks w WHERE w.id = j.webhook_id AND w.active)
          ORDER BY j.due_at
          LIMIT $4
        ), ranked AS (
@@ -301,10 +304,14 @@ export class DeliveryRepository {
     return rows.map((r) => ({ ...(r as unknown as DeliveryAttemptRow), createdAt: new Date(r.createdAt as string | Date) }));
   }
 
-  /** Retention: events nobody is owed any more after 7 days, attempt log after 30 days, leftovers of inactive webhooks. */
+  /**
+   * Retention: events nobody is owed any more after 7 days, attempt log after 30 days, leftovers of inactive or
+   * deleted webhooks (jobs created while the webhook was being deactivated or deleted: no foreign key, ADR 0012).
+   */
   async prune(): Promise<void> {
     await this.db.query(
-      `DELETE FROM webhooks.delivery_jobs j USING webhooks.webhooks w WHERE j.webhook_id = w.id AND NOT w.active`,
+      `DELETE FROM webhooks.delivery_jobs j
+       WHERE NOT EXISTS (SELECT 1 FROM webhooks.webhooks w WHERE w.id = j.webhook_id AND w.active)`,
     );
     await this.db.query(
       `DELETE FROM webhooks.events e WHERE e.created_at < now() - interval '7 days'
