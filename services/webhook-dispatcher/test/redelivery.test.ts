@@ -4,7 +4,7 @@ import { eventSubject } from "@platform/contracts";
 import { openDatabase } from "@platform/db";
 import { createLogger } from "@platform/logging";
 import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
-import { DeliveryRepository, type ClaimedJob, type JobCompletion } from "../src/db/repositories/delivery.repository";
+import { attemptIdBefore, ATTEMPT_LOG_RETENTION_MS, DeliveryRepository, type ClaimedJob, type JobCompletion } from "../src/db/repositories/delivery.repository";
 import { WebhookRepository } from "../src/db/repositories/webhook.repository";
 import { definition } from "../src/service";
 import { Dispatcher, MAX_RETRIES } from "../src/use-cases/dispatcher";
@@ -133,6 +133,30 @@ describe("delivery rows without foreign keys (repository)", () => {
     expect(live[0].n).to.equal(1);
   });
 
+  it("retention deletes attempts started over 30 days ago by id (no created_at index): the bound sorts between the ids before and after it", async () => {
+    const before = newId("delivery");
+    await eventually(() => Date.now() > decodeTimeOf(before) + 2, 1_000, 1);
+    const bound = attemptIdBefore(new Date());
+    await eventually(() => Date.now() > decodeTimeOf(bound) + 2, 1_000, 1);
+    const after = newId("delivery");
+    expect(bound).to.match(/^dlv_[0-9a-hjkmnp-tv-z]{26}$/);
+    expect(attemptIdBefore(new Date(0))).to.equal(`dlv_${"0".repeat(26)}`);
+    // Compared as Postgres compares the primary key's ids (the log's pagination relies on the same order).
+    const [order] = await ds.query(`SELECT $1::text < $2::text AS lower, $2::text < $3::text AS upper`, [before, bound, after]);
+    expect(order).to.deep.equal({ lower: true, upper: true });
+    // An attempt id issued 30 days and a minute ago, and one issued 30 days less a minute ago.
+    const old = attemptIdBefore(new Date(Date.now() - ATTEMPT_LOG_RETENTION_MS - 60_000)).slice(0, 14) + "zzzzzzzzzzzzzzzz";
+    const young = attemptIdBefore(new Date(Date.now() - ATTEMPT_LOG_RETENTION_MS + 60_000));
+    await ds.query(
+      `INSERT INTO webhooks.delivery_attempts (id, webhook_id, organization_id, event_id, event, attempt)
+       VALUES ($1, 'wh_ret', 'org_ret', 'ev_old', 'message.received', 1), ($2, 'wh_ret', 'org_ret', 'ev_young', 'message.received', 1)`,
+      [old, young],
+    );
+    await repo.prune();
+    const left: Array<{ event_id: string }> = await ds.query(`SELECT event_id FROM webhooks.delivery_attempts WHERE webhook_id = 'wh_ret'`);
+    expect(left.map((r) => r.event_id)).to.deep.equal(["ev_young"]);
+  });
+
   it("deleting a webhook deletes its jobs and its attempt log (was ON DELETE CASCADE), nobody else's", async () => {
     await ds.query(
       `INSERT INTO webhooks.webhooks (id, organization_id, url, events, secret)
@@ -201,3 +225,9 @@ describe("unit: the retry schedule", () => {
     ]);
   });
 });
+
+/** The millisecond time of a `dlv_` id (the ULID's first 10 base-32 digits). */
+function decodeTimeOf(id: string): number {
+  const alphabet = "0123456789abcdefghjkmnpqrstvwxyz";
+  return [...id.slice(4, 14)].reduce((ms, c) => ms * 32 + alphabet.indexOf(c), 0);
+}
