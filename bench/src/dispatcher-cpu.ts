@@ -5,7 +5,8 @@
  * publishes `message.received` events to JetStream at a steady rate (as the
  * outbox relays would) and is the integrator's receiver (200 at once). CPU is
  * read from /proc from the first publish until the last delivery: the
- * dispatcher's process and the backends of this run's database.
+ * dispatcher's process and the backends of this run's database, and the
+ * transactions committed in that database (each dispatcher statement is one).
  *
  * BENCH_DISPATCH_RATES (500,1500) events per second, BENCH_DISPATCH_SECONDS
  * (10) each; BENCH_DISPATCH_ROOT runs another checkout's built dispatcher
@@ -102,10 +103,16 @@ export async function run(): Promise<string> {
   for (const id of warm) await bus.publish(eventSubject("message.received"), event(id), { msgId: id });
   for (const deadline = Date.now() + 30_000; Date.now() < deadline && !warm.every((id) => arrivals.has(id)); ) await sleep(50);
 
+  /** Transactions committed in this run's database (every dispatcher statement is one). */
+  const commits = async () =>
+    Number((await db.query<{ n: string }>(`SELECT pg_stat_get_db_xact_commit(oid)::text AS n FROM pg_database WHERE datname = $1`, [dbName])).rows[0].n);
   const rows: string[] = [];
   for (const rate of RATES) {
     const ids: string[] = [];
     const load = os.loadavg()[0].toFixed(1);
+    await sleep(1_500); // the backends report their counts at most once a second
+    await db.query(`SELECT pg_stat_clear_snapshot()`);
+    const commitsBefore = await commits();
     const before = await readCpu();
     const started = performance.now();
     const total = rate * SECONDS;
@@ -126,11 +133,14 @@ export async function run(): Promise<string> {
     for (const deadline = Date.now() + 60_000; Date.now() < deadline && !ids.every((id) => arrivals.has(id)); ) await sleep(20);
     const done = performance.now();
     const after = await readCpu();
+    await sleep(1_500);
+    await db.query(`SELECT pg_stat_clear_snapshot()`);
+    const statements = (await commits()) - commitsBefore;
     const u = used(before, after);
     const delivered = ids.filter((id) => arrivals.has(id)).length;
     rows.push(
       `| ${rate} | ${load} | ${Math.round(total / ((pushed - started) / 1000))} | ${delivered} / ${total} | ${Math.round(done - pushed)} | ` +
-        `${((u.dispatcher / delivered) * 1000).toFixed(3)} | ${((u.postgres / delivered) * 1000).toFixed(3)} | ${(((u.dispatcher + u.postgres) / delivered) * 1000).toFixed(3)} |`,
+        `${((u.dispatcher / delivered) * 1000).toFixed(3)} | ${((u.postgres / delivered) * 1000).toFixed(3)} | ${(((u.dispatcher + u.postgres) / delivered) * 1000).toFixed(3)} | ${(statements / delivered).toFixed(3)} |`,
     );
     progress(rows[rows.length - 1]);
     await sleep(2_000);
@@ -145,8 +155,8 @@ export async function run(): Promise<string> {
   return [
     `One webhook, \`message.received\` events published to JetStream at the rate for ${SECONDS} s; dispatcher from ${root}. CPU ms per delivery.`,
     "",
-    "| events /s | 1-min load | published /s | delivered | last delivery after last publish ms | dispatcher | its Postgres | both |",
-    "|---|---|---|---|---|---|---|---|",
+    "| events /s | 1-min load | published /s | delivered | last delivery after last publish ms | dispatcher | its Postgres | both | transactions per delivery |",
+    "|---|---|---|---|---|---|---|---|---|",
     ...rows,
   ].join("\n");
 }
