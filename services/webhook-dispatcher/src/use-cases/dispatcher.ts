@@ -21,12 +21,8 @@ import { deliveryHeaders } from "./payload";
 
 /** Attempts after the first one (service-spec: up to 3 retries). */
 export const MAX_RETRIES = WEBHOOK_MAX_RETRIES;
-/**
- * How long the recording of finished attempts waits for the ones finishing right after (one statement for all).
- * The integrator already has the delivery: this wait delays only the log row and the job's deletion, never a
- * delivery, so it is longer than the ingestion's (ADR 0012). A kill -9 in it leaves the jobs leased: attempted again.
- */
-export const COMPLETION_LINGER_MS = 20;
+/** How long the recording of finished attempts waits for the ones finishing right after (one statement for all). */
+const COMPLETION_LINGER_MS = 5;
 
 export interface DispatcherOptions {
   repo: DeliveryRepository;
