@@ -55,6 +55,24 @@ export interface DeliveryAttemptRow {
   durationMs: number | null;
 }
 
+/** The attempt log is kept this long. */
+export const ATTEMPT_LOG_RETENTION_MS = 30 * 24 * 3_600_000;
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz";
+
+/**
+ * The smallest attempt id (`dlv_` + lowercase ULID, as `newId("delivery")` issues) of an attempt started at or after
+ * `at`: every id issued before `at` sorts below it. A ULID starts with its millisecond time in 10 base-32 digits.
+ */
+export function attemptIdBefore(at: Date): string {
+  let ms = Math.max(0, at.getTime());
+  let time = "";
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[ms % 32] + time;
+    ms = Math.floor(ms / 32);
+  }
+  return `dlv_${time}${"0".repeat(16)}`;
+}
+
 /** Events owed, durable delivery jobs and the attempt log. Every hot path is one set-based statement. */
 /** The attempt log's columns of `records`, as the array parameters $1 to $11 of the statements that write it. */
 function attemptColumns(records: AttemptRecord[]): unknown[] {
@@ -166,6 +184,9 @@ export class DeliveryRepository {
          SELECT j.id, j.webhook_id, j.due_at
          FROM webhooks.delivery_jobs j
          WHERE j.due_at <= now() AND NOT (j.webhook_id = ANY($3::text[]))
+           -- Jobs of a webhook deleted or deactivated while they were being created (no foreign key: ADR 0012)
+           -- are never taken, so they must not fill the candidates either; pruning deletes them.
+           AND EXISTS (SELECT 1 FROM webhooks.webhooks w WHERE w.id = j.webhook_id AND w.active)
          ORDER BY j.due_at
          LIMIT $4
        ), ranked AS (
@@ -301,15 +322,21 @@ export class DeliveryRepository {
     return rows.map((r) => ({ ...(r as unknown as DeliveryAttemptRow), createdAt: new Date(r.createdAt as string | Date) }));
   }
 
-  /** Retention: events nobody is owed any more after 7 days, attempt log after 30 days, leftovers of inactive webhooks. */
+  /**
+   * Retention: events nobody is owed any more after 7 days, attempt log after 30 days, leftovers of inactive or
+   * deleted webhooks (jobs created while the webhook was being deactivated or deleted: no foreign key, ADR 0012).
+   */
   async prune(): Promise<void> {
     await this.db.query(
-      `DELETE FROM webhooks.delivery_jobs j USING webhooks.webhooks w WHERE j.webhook_id = w.id AND NOT w.active`,
+      `DELETE FROM webhooks.delivery_jobs j
+       WHERE NOT EXISTS (SELECT 1 FROM webhooks.webhooks w WHERE w.id = j.webhook_id AND w.active)`,
     );
     await this.db.query(
       `DELETE FROM webhooks.events e WHERE e.created_at < now() - interval '7 days'
          AND NOT EXISTS (SELECT 1 FROM webhooks.delivery_jobs j WHERE j.event_id = e.id)`,
     );
-    await this.db.query(`DELETE FROM webhooks.delivery_attempts WHERE created_at < now() - interval '30 days'`);
+    // By id (time-sortable, issued when the attempt started), through the primary key: no index on created_at
+    // to maintain on every delivery for a deletion every 10 minutes (ADR 0012).
+    await this.db.query(`DELETE FROM webhooks.delivery_attempts WHERE id < $1`, [attemptIdBefore(new Date(Date.now() - ATTEMPT_LOG_RETENTION_MS))]);
   }
 }

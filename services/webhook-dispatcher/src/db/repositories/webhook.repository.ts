@@ -79,8 +79,14 @@ export class WebhookRepository {
     });
   }
 
+  /** The webhook, its pending jobs and its attempt log, in one transaction (no foreign keys cascade it: ADR 0012). */
   async delete(organizationId: string, id: string): Promise<boolean> {
-    const result = await this.repo().delete({ organizationId, id });
-    return (result.affected ?? 0) > 0;
+    return this.db.transaction(async (m) => {
+      const result = await this.repo(m).delete({ organizationId, id });
+      if ((result.affected ?? 0) === 0) return false;
+      await m.query(`DELETE FROM webhooks.delivery_jobs WHERE webhook_id = $1`, [id]);
+      await m.query(`DELETE FROM webhooks.delivery_attempts WHERE webhook_id = $1`, [id]);
+      return true;
+    });
   }
 }
