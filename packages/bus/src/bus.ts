@@ -313,7 +313,12 @@ export class Bus {
       injectTrace(t.context, (k, v) => hdrs.set(k, v));
       const data = typeof item.payload === "string" ? encoder.encode(item.payload) : encoder.encode(JSON.stringify(item.payload));
       const acked = new Promise<void>((resolve, reject) => acks.waiting.set(token, { resolve, reject }));
-      this.nc.publish(this.subject(item.subject), data, { reply: `${acks.prefix}.${token}`, headers: hdrs });
+      try {
+        this.nc.publish(this.subject(item.subject), data, { reply: `${acks.prefix}.${token}`, headers: hdrs });
+      } catch (err) {
+        // A closed connection refuses at once: the batch fails now, its waiters go.
+        acks.waiting.get(token)?.reject(err as Error);
+      }
       return acked;
     });
     const timer = setTimeout(() => {

@@ -66,6 +66,15 @@ describe("bus (real NATS)", () => {
     expect(err?.message).to.match(/503/);
   });
 
+  it("rejects a batch on a closed connection at once, leaving no waiter behind", async () => {
+    const other = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-closed", log });
+    await other.publishBatch([{ subject: "work.closed.v1", payload: { n: 0 }, msgId: "closed-0" }]);
+    await other.close();
+    const err = await other.publishBatch([{ subject: "work.closed.v1", payload: { n: 1 }, msgId: "closed-1" }]).then(() => null, (e: Error) => e);
+    expect(err?.message).to.match(/closed/i);
+    expect((other as unknown as { pubAcks: { waiting: Map<string, unknown> } }).pubAcks.waiting.size).to.equal(0);
+  });
+
   it("retries a retryable failure and acks on success", async () => {
     const seen: number[] = [];
     await bus.consume({
