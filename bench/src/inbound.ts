@@ -350,6 +350,14 @@ export async function run(): Promise<string> {
       await sleep(2_000);
     }
 
+    /** Row updates of `messaging.messages` so far, and how many were HOT (no index entry written). */
+    const messageUpdates = async (): Promise<{ upd: number; hot: number }> => {
+      const { rows } = await db.query<{ upd: string; hot: string }>(
+        `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE schemaname = 'messaging' AND relname = 'messages'`,
+      );
+      return { upd: Number(rows[0]?.upd ?? 0), hot: Number(rows[0]?.hot ?? 0) };
+    };
+
     // Status callbacks: first send the messages (through the API), then push sent/delivered/read for them.
     const used = new Set<string>();
     const apiHeaders = { authorization: `Bearer ${key}`, "content-type": "application/json" };
@@ -388,9 +396,14 @@ export async function run(): Promise<string> {
           }
         }
       }
+      const updatesBefore = await messageUpdates();
       await measure("status callbacks", rate, STATUS_SECONDS, items, keys, "status callback", items.length);
       for (const m of sent) used.add(m.provider_message_id);
       await sleep(2_000);
+      const updatesAfter = await messageUpdates();
+      cpuLines.push(
+        `- status callbacks at ${rate}/s: \`messaging.messages\` updates ${updatesAfter.upd - updatesBefore.upd}, of them HOT ${updatesAfter.hot - updatesBefore.hot} (pg_stat_user_tables, flushed up to a second late).`,
+      );
     }
 
     return [

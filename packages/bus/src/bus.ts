@@ -1,6 +1,7 @@
 import {
   AckPolicy,
   connect,
+  createInbox,
   DeliverPolicy,
   headers as natsHeaders,
   nanos,
@@ -10,6 +11,7 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
+  type Msg,
   type NatsConnection,
   type Subscription,
 } from "nats";
@@ -93,6 +95,22 @@ export interface ConsumerState {
   redelivered: number;
 }
 
+/** One message of `publishBatch`. */
+export interface PublishItem {
+  subject: string;
+  /** The JSON text, or a value to serialize. */
+  payload: unknown;
+  msgId: string;
+  headers?: Record<string, string>;
+  trace?: Context;
+}
+
+/** JetStream's answer to a publish: `{stream, seq, duplicate?}` or `{error: {code, description}}`. */
+type PubAck = { stream?: string; seq?: number; error?: { code?: number; description?: string } };
+
+/** Publishes of `publishBatch` waiting for their acknowledgement, by reply token. */
+type AckWaiter = { resolve: () => void; reject: (err: Error) => void };
+
 /** The request id of the current request context, as a header set for a publish; undefined outside a request. */
 function contextHeaders(): Record<string, string> | undefined {
   const requestId = currentRequestContext()?.requestId;
@@ -132,6 +150,8 @@ export class Bus {
   /** Requests answered by `serve` now, and when the last one ended (the load gate's "serving"). */
   private rpcInFlight = 0;
   private rpcLastEnded = 0;
+  /** `publishBatch`'s reply subscription (one wildcard inbox per connection) and the publishes awaiting their ack. */
+  private pubAcks?: { prefix: string; sub: Subscription; waiting: Map<string, AckWaiter>; next: number };
   /** Acks of handlers that succeeded in this turn of the event loop, sent together (`ackSoon`). */
   private acks: JsMsg[] = [];
   private acksScheduled?: NodeJS.Immediate;
@@ -268,6 +288,76 @@ export class Bus {
       throw err;
     }
     endSpan(t.span);
+  }
+
+  /**
+   * Publishes many messages to JetStream at once, each with its `msgId` (a repeat inside the duplicate window is a
+   * no-op), in the given order on the connection; resolves when the stream has acknowledged every one, rejects when
+   * one is refused or not acknowledged within the JetStream timeout (5 s; the caller publishes them all again: same
+   * ids). Unlike `publish` (a `js.publish`, i.e. one core request each: its own reply muxing, timer and promise
+   * chain, and a NatsError with a stack trace built at every successful answer in nats.js 2.29 `RequestOne.cancel`),
+   * the acknowledgements come back on one wildcard inbox of this bus with one timer per batch. Headers and trace
+   * context as `publish`.
+   */
+  async publishBatch(items: PublishItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const acks = this.ackInbox();
+    const tokens: string[] = [];
+    const spans: Array<ReturnType<typeof natsSpan>> = [];
+    const done = items.map((item) => {
+      const token = (acks.next++).toString(36);
+      tokens.push(token);
+      const t = natsSpan("publish", this.subject(item.subject), SpanKind.PRODUCER, item.trace ?? currentRequestContext()?.trace, item.msgId);
+      spans.push(t);
+      const hdrs = natsHeaders();
+      hdrs.set("Nats-Msg-Id", item.msgId);
+      const given = item.headers ?? contextHeaders();
+      if (given) for (const k in given) hdrs.set(k, given[k]);
+      injectTrace(t.context, (k, v) => hdrs.set(k, v));
+      const data = typeof item.payload === "string" ? encoder.encode(item.payload) : encoder.encode(JSON.stringify(item.payload));
+      const acked = new Promise<void>((resolve, reject) => acks.waiting.set(token, { resolve, reject }));
+      try {
+        this.nc.publish(this.subject(item.subject), data, { reply: `${acks.prefix}.${token}`, headers: hdrs });
+      } catch (err) {
+        // A closed connection refuses at once: the batch fails now, its waiters go.
+        acks.waiting.get(token)?.reject(err as Error);
+      }
+      return acked;
+    });
+    const timer = setTimeout(() => {
+      for (const token of tokens) acks.waiting.get(token)?.reject(new Error(`publish not acknowledged within ${PUBLISH_ACK_TIMEOUT_MS} ms`));
+    }, PUBLISH_ACK_TIMEOUT_MS);
+    const outcomes = await Promise.allSettled(done);
+    clearTimeout(timer);
+    for (const token of tokens) acks.waiting.delete(token);
+    let failed: Error | undefined;
+    outcomes.forEach((o, i) => {
+      const err = o.status === "rejected" ? (o.reason as Error) : undefined;
+      failed ??= err;
+      endSpan(spans[i].span, err);
+    });
+    if (failed) throw failed;
+  }
+
+  /** The reply subscription of `publishBatch`, made at its first use. */
+  private ackInbox(): NonNullable<Bus["pubAcks"]> {
+    if (this.pubAcks) return this.pubAcks;
+    const prefix = createInbox();
+    const waiting = new Map<string, AckWaiter>();
+    const sub = this.nc.subscribe(`${prefix}.*`, {
+      callback: (err, msg) => {
+        if (err) return;
+        const waiter = waiting.get(msg.subject.slice(prefix.length + 1));
+        if (!waiter) return;
+        waiting.delete(msg.subject.slice(prefix.length + 1));
+        const refused = pubAckError(msg);
+        if (refused) waiter.reject(refused);
+        else waiter.resolve();
+      },
+    });
+    this.subscriptions.push(sub);
+    this.pubAcks = { prefix, sub, waiting, next: 0 };
+    return this.pubAcks;
   }
 
   /**
@@ -543,6 +633,24 @@ export class Bus {
     this.flushAcks();
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
   }
+}
+
+/** How long `publishBatch` waits for the stream's acknowledgements (as the JetStream client's timeout). */
+const PUBLISH_ACK_TIMEOUT_MS = 5_000;
+
+/** Why JetStream refused a publish (a status such as 503 "no responders": no stream has the subject; or an API error), or undefined for an ack. */
+export function pubAckError(msg: Pick<Msg, "data" | "headers">): Error | undefined {
+  const code = msg.headers?.code ?? 0;
+  if (code >= 300) return new Error(`publish refused: ${code} ${msg.headers?.description ?? ""}`.trim());
+  let ack: PubAck;
+  try {
+    ack = JSON.parse(decoder.decode(msg.data)) as PubAck;
+  } catch {
+    return new Error("publish answered with an invalid ack");
+  }
+  if (ack.error) return new Error(`publish refused: ${ack.error.code ?? ""} ${ack.error.description ?? ""}`.trim());
+  if (!ack.stream) return new Error("publish answered with an invalid ack");
+  return undefined;
 }
 
 function isNotFound(err: unknown): boolean {

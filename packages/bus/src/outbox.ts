@@ -5,7 +5,7 @@ import { newId } from "@platform/id";
 import { currentRequestContext, type Logger } from "@platform/logging";
 import { extractTrace, traceparentOf } from "@platform/telemetry";
 import { CONNECTION_OPTIONS, queryPrepared, quoteIdent } from "@platform/db";
-import { REQUEST_ID_HEADER, type Bus } from "./bus";
+import { REQUEST_ID_HEADER, type Bus, type PublishItem } from "./bus";
 
 /**
  * Transactional outbox. A state change and the events it causes commit in one
@@ -321,16 +321,16 @@ export class OutboxRelay {
       values: [this.opts.batchSize ?? 500],
     });
     if (rows.length === 0) return 0;
-    // Publishes are pipelined in id order on one connection, so the stream keeps that order.
-    await Promise.all(
-      rows.map((r) =>
-        this.opts.bus.publish(r.subject, r.payload, {
-          msgId: r.msg_id,
-          headers: r.request_id ? { [REQUEST_ID_HEADER]: r.request_id } : {},
-          // The publish continues the trace of the request that wrote the row.
-          trace: r.traceparent ? extractTrace((name) => (name === "traceparent" ? r.traceparent : undefined)) : undefined,
-        }),
-      ),
+    // Publishes are pipelined in id order on one connection, so the stream keeps that order; acks awaited together.
+    await this.opts.bus.publishBatch(
+      rows.map((r): PublishItem => ({
+        subject: r.subject,
+        payload: r.payload,
+        msgId: r.msg_id,
+        headers: r.request_id ? { [REQUEST_ID_HEADER]: r.request_id } : {},
+        // The publish continues the trace of the request that wrote the row.
+        trace: r.traceparent ? extractTrace((name) => (name === "traceparent" ? r.traceparent : undefined)) : undefined,
+      })),
     );
     await client.query({ name: `outbox.delete`, text: `DELETE FROM ${schema}.outbox WHERE id = ANY($1::bigint[])`, values: [rows.map((r) => r.id)] });
     this.published += rows.length;

@@ -44,6 +44,37 @@ describe("bus (real NATS)", () => {
     expect(info.state.messages).to.equal(1);
   });
 
+  it("publishes a batch in order, each with its Nats-Msg-Id and headers; the same batch again, twice at once, adds nothing", async () => {
+    const stream = bus.streamName(STREAMS.work);
+    const first = (await bus.jsm.streams.info(stream)).state.last_seq;
+    const items = Array.from({ length: 60 }, (_, i) => ({ subject: "work.batch.v1", payload: i % 2 ? JSON.stringify({ n: i }) : { n: i }, msgId: `batch-${i}`, headers: { "X-Request-Id": `req-${i}` } }));
+    await bus.publishBatch(items);
+    // A redelivery of the same rows (a relay that died between publish and delete, and its successor) while another runs.
+    await Promise.all([bus.publishBatch(items), bus.publishBatch(items.slice(10, 40))]);
+    const info = await bus.jsm.streams.info(stream);
+    expect(info.state.last_seq - first).to.equal(60);
+    for (let i = 0; i < 60; i++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq: first + 1 + i });
+      expect(m.header.get("Nats-Msg-Id")).to.equal(`batch-${i}`);
+      expect(m.header.get("X-Request-Id")).to.equal(`req-${i}`);
+      expect(m.json()).to.deep.equal({ n: i });
+    }
+  });
+
+  it("rejects a batch JetStream refuses (no stream takes the subject), without waiting for the ack timeout's end", async () => {
+    const err = await bus.publishBatch([{ subject: "nostream.batch.v1", payload: { n: 1 }, msgId: "nostream-1" }]).then(() => null, (e: Error) => e);
+    expect(err?.message).to.match(/503/);
+  });
+
+  it("rejects a batch on a closed connection at once, leaving no waiter behind", async () => {
+    const other = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-closed", log });
+    await other.publishBatch([{ subject: "work.closed.v1", payload: { n: 0 }, msgId: "closed-0" }]);
+    await other.close();
+    const err = await other.publishBatch([{ subject: "work.closed.v1", payload: { n: 1 }, msgId: "closed-1" }]).then(() => null, (e: Error) => e);
+    expect(err?.message).to.match(/closed/i);
+    expect((other as unknown as { pubAcks: { waiting: Map<string, unknown> } }).pubAcks.waiting.size).to.equal(0);
+  });
+
   it("retries a retryable failure and acks on success", async () => {
     const seen: number[] = [];
     await bus.consume({
@@ -278,6 +309,46 @@ describe("bus (real NATS)", () => {
     expect(headersOf.get(other.msgId)).to.not.have.property("traceparent");
     // Deleted right after publishing.
     await eventually(async () => (await ds.query(`SELECT count(*)::int AS n FROM relaytest.outbox`))[0].n === 0, 5_000);
+    await relay.stop();
+    await ds.destroy();
+  });
+
+  it("publishes every committed row once per id when drains run concurrently (a redelivery of the same rows), and a fresh relay publishes what a stopped one left", async () => {
+    await ensureDatabase(env.databaseUrl);
+    const ds = createDataSource({ url: env.databaseUrl, schema: "relaydup", entities: [], migrations: [] });
+    await ds.initialize();
+    await ds.query(`CREATE SCHEMA IF NOT EXISTS relaydup`);
+    for (const sql of [...outboxTableSql("relaydup").up, ...outboxRequestIdSql("relaydup").up, ...outboxTraceSql("relaydup").up]) await ds.query(sql);
+    const received: string[] = [];
+    await bus.consume({
+      stream: STREAMS.events,
+      durable: "outbox-dup-test",
+      subject: { subject: "evt.webhook.test.v1", schema: z.any() },
+      handler: async (p) => {
+        if (p.data.webhookId?.startsWith("dup_")) received.push(p.data.id);
+      },
+    });
+    // Committed while no relay runs (the writer's process died after commit): nothing is lost.
+    const events = Array.from({ length: 40 }, (_, i) => domainEvent("webhook.test", "org_x", { webhookId: `dup_${i}` }));
+    await ds.transaction((m) => enqueue(m, "relaydup", events.slice(0, 20)));
+    await ds.transaction((m) => enqueue(m, "relaydup", events.slice(20)));
+    const relay = new OutboxRelay({ databaseUrl: env.databaseUrl, schema: "relaydup", bus, log, batchSize: 25 });
+    relay.start();
+    await eventually(() => relay.active, 5_000);
+    // Drains racing the relay's own loop: they read the same rows and publish them again before either deletes.
+    await Promise.all([relay.drainOnce(), relay.drainOnce(), relay.drainOnce()]);
+    await eventually(async () => (await ds.query(`SELECT count(*)::int AS n FROM relaydup.outbox`))[0].n === 0, 5_000);
+    await eventually(() => received.length >= 40, 5_000);
+    const stream = bus.streamName(STREAMS.events);
+    const ids: string[] = [];
+    const info = await bus.jsm.streams.info(stream);
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await bus.jsm.streams.getMessage(stream, { seq }).catch(() => undefined);
+      const id = m?.header.get("Nats-Msg-Id");
+      if (id && events.some((e) => e.msgId === id)) ids.push(id);
+    }
+    expect(ids, "each event once in the stream, in id order").to.deep.equal(events.map((e) => e.msgId));
+    expect([...received].sort()).to.deep.equal(events.map((e) => e.msgId).sort());
     await relay.stop();
     await ds.destroy();
   });

@@ -116,7 +116,9 @@ const STORE_CTES = `input AS (
  * primary key, and between two vacuums that index holds an entry for every
  * message sent since (tens of thousands under load): 1,300 heap pages per
  * statement instead of one per message. A join clause cannot prove the index's
- * predicate, so only the primary key serves this update.
+ * predicate, so only the primary key serves this update. (Since migration
+ * HotStatusUpdates that index is `messages_unsettled`, whose predicate no
+ * status condition proves either.)
  */
 const sentCtes = (n: number) => `sent_input AS (
     SELECT s.*, 'pending'::text AS from_status
@@ -503,7 +505,9 @@ export const messagesRepository = {
   /** Provider id of a message a status callback already moved past `pending` while its send was in flight. */
   async setProviderIdIfMissing(q: Queryable, id: string, providerMessageId: string): Promise<MessageRow | undefined> {
     const rows = await run(q, 
-      `UPDATE ${SCHEMA}.messages SET provider_message_id = coalesce(provider_message_id, $2), lease_until = NULL, updated_at = clock_timestamp()
+      // A message still pending (a newer attempt holds it) keeps its lease: the sweeper's index holds only rows with a lease or a retry time.
+      `UPDATE ${SCHEMA}.messages SET provider_message_id = coalesce(provider_message_id, $2),
+         lease_until = CASE WHEN status = 'pending' THEN lease_until END, updated_at = clock_timestamp()
        WHERE id = $1 RETURNING *`,
       [id, providerMessageId],
     );
@@ -615,14 +619,17 @@ export const messagesRepository = {
 
 /**
  * Pending messages nobody is working on: lease long expired and retry long
- * overdue. Their work item was lost (a crash before the outbox relay, or the
+ * overdue. A pending row always has a lease or a retry time; the first
+ * condition lets the partial index `messages_unsettled` serve the query (its
+ * predicate leaves `status` out so that status changes are HOT updates). Their work item was lost (a crash before the outbox relay, or the
  * work stream's retention); the recovery sweep enqueues a new one.
  */
 export async function findStalledPending(q: Queryable, graceMs: number, limit: number): Promise<Array<{ id: string; organization_id: string; attempts: number }>> {
   return run(
     q,
     `SELECT id, organization_id, attempts FROM ${SCHEMA}.messages
-     WHERE status = 'pending' AND coalesce(lease_until, created_at) < clock_timestamp() - $1 * interval '1 millisecond'
+     WHERE (lease_until IS NOT NULL OR next_attempt_at IS NOT NULL) AND status = 'pending'
+       AND coalesce(lease_until, created_at) < clock_timestamp() - $1 * interval '1 millisecond'
        AND (next_attempt_at IS NULL OR next_attempt_at < clock_timestamp() - $1 * interval '1 millisecond')
      ORDER BY lease_until LIMIT $2`,
     [graceMs, limit],
