@@ -12,8 +12,8 @@ import { createTestEnvironment, eventually, type TestEnvironment } from "@platfo
  * decides is asserted: the noisy organization gets 429s and never a 5xx, every provider batch is stored (200), the
  * quiet organization is answered every time, no process dies, each stays within a memory bound, and every flooded
  * message reaches the integrator's webhook once the flood is over (the backlog waited in JetStream). The quiet
- * organization's p99 loaded ÷ unloaded is printed, not asserted: latency is a benchmark's figure
- * (`npm run bench -- overload`, bench/RESULTS.md), never a test's.
+ * organization's p99 loaded ÷ unloaded is a benchmark's figure (`npm run bench -- overload`, bench/RESULTS.md), never
+ * a test's.
  */
 const SECONDS = 6;
 const NOISY_LIMIT = 50;
@@ -45,11 +45,6 @@ async function paced<T>(perSecond: number, seconds: number, fire: (n: number) =>
   }
   return Promise.all(calls);
 }
-
-const percentile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-};
 
 describe("overload: ten times one organization's limit plus an inbound flood", function () {
   this.timeout(5 * 60_000);
@@ -99,10 +94,9 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
     await post(`/admin/v1/organizations/${noisy.id}/webhooks`, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ["message.received"] });
 
     const quietRead = async () => {
-      const t = performance.now();
       const res = await fetch(`${stack.url}/api/v1/contacts?limit=25`, { headers: { Authorization: `Bearer ${quietKey}` } });
       await res.arrayBuffer();
-      return { status: res.status, ms: performance.now() - t };
+      return { status: res.status };
     };
     const unloaded = await paced(QUIET_PER_S, 3, quietRead);
 
@@ -112,7 +106,7 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
     };
     const sampler = setInterval(sampleRss, 250);
     const flooded: string[] = [];
-    let loaded: Array<{ status: number; ms: number }>;
+    let loaded: Array<{ status: number }>;
     let sends: number[];
     let batches: number[];
     try {
@@ -153,11 +147,11 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
     sampleRss();
 
     const count = (statuses: number[]) => statuses.reduce<Record<number, number>>((acc, s) => ((acc[s] = (acc[s] ?? 0) + 1), acc), {});
-    const p99Unloaded = percentile(unloaded.map((r) => r.ms), 0.99);
-    const p99Loaded = percentile(loaded.map((r) => r.ms), 0.99);
+    // Latency is not printed: this process also drives 500 sends/s and 50 signed batches/s on its own event loop, which
+    // delays its own readings; the overload bench measures it from a process of its own.
     console.log(
-      `      noisy sends ${JSON.stringify(count(sends))}; provider batches ${JSON.stringify(count(batches))}; quiet reads p99 ` +
-        `${p99Unloaded.toFixed(1)} → ${p99Loaded.toFixed(1)} ms (${(p99Loaded / p99Unloaded).toFixed(2)}×, not asserted: see the overload bench); ` +
+      `      noisy sends ${JSON.stringify(count(sends))}; provider batches ${JSON.stringify(count(batches))}; quiet reads ` +
+        `${unloaded.length + loaded.length}, all 200: ${[...unloaded, ...loaded].every((r) => r.status === 200)}; ` +
         `peak RSS MB ${Object.entries(rssPeak).map(([n, mb]) => `${n} ${Math.round(mb)}`).join(", ")}`,
     );
 
