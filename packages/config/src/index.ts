@@ -144,7 +144,7 @@ export const internalServiceEnv = {
    * last 50 ms (Linux pressure stall information of the container, else of the machine), the background consumers
    * step back too, also in processes that serve nobody themselves (0: never by CPU pressure).
    */
-  CONSUMER_YIELD_CPU_PRESSURE: z.coerce.number().min(0).max(1).default(0.2),
+  CONSUMER_YIELD_CPU_PRESSURE: z.coerce.number().min(0).max(1).default(0.02),
 };
 
 export { url as envUrl };
