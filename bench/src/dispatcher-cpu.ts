@@ -53,16 +53,7 @@ export async function run(): Promise<string> {
   const dispatcher = await startChild(
     path.join(root, "services/webhook-dispatcher/dist/index.js"),
     [],
-    {
-      ...process.env,
-      DATABASE_URL: env.databaseUrl,
-      NATS_URL: env.natsUrl,
-      BUS_NAMESPACE: env.namespace,
-      INTERNAL_TOKEN: env.internalToken,
-      PORT: "0",
-      LOG_LEVEL: "info",
-      WEBHOOK_ALLOW_PRIVATE_TARGETS: "true",
-    },
+    { ...process.env, ...env.serviceEnv({ LOG_LEVEL: "info", WEBHOOK_ALLOW_PRIVATE_TARGETS: "true" }) },
     /listening/,
   );
   const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bench-publisher", log: createLogger("bench", "silent") });

@@ -91,109 +91,90 @@ describe("bus (real NATS)", () => {
     expect(seen).to.deep.equal([1, 2, 3]);
   });
 
-  it("a consumer that yields under load keeps an eighth of its concurrency in flight while the process is busy, and handles every message once", async () => {
-    let busy = true;
-    const calmWaiters: Array<() => void> = [];
-    const gate = {
-      get busy() {
-        return busy;
+  /**
+   * A gated consumer on its own connection: while `busy`, each handler finishes after `busyWait`; once calm, handlers
+   * wait for `release`. Records the most in flight while busy and while calm, and how often each message ran.
+   */
+  async function gatedConsumer(name: string, opts: { concurrency: number; yieldUnderLoad: true | "pause"; calm: (maxMs: number) => Promise<void>; busyWait: () => Promise<unknown> }) {
+    const state = { busy: true, inFlight: 0, maxBusy: 0, maxCalm: 0, seen: new Map<number, number>() };
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const gated = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: `bus-test-${name}`, log });
+    gated.setLoadGate({ get busy() { return state.busy; }, calm: opts.calm });
+    await gated.consume({
+      stream: STREAMS.work,
+      durable: `${name}-test`,
+      subject: { subject: `work.${name}.v1`, schema: Payload },
+      concurrency: opts.concurrency,
+      yieldUnderLoad: opts.yieldUnderLoad,
+      handler: async (p) => {
+        state.inFlight++;
+        if (state.busy) state.maxBusy = Math.max(state.maxBusy, state.inFlight);
+        else state.maxCalm = Math.max(state.maxCalm, state.inFlight);
+        await (state.busy ? opts.busyWait() : released);
+        state.seen.set(p.n, (state.seen.get(p.n) ?? 0) + 1);
+        state.inFlight--;
       },
-      calm: (maxMs: number) =>
+    });
+    const publish = (count: number) => Promise.all(Array.from({ length: count }, (_, n) => gated.publish(`work.${name}.v1`, { n }, { msgId: `${name}-${n}` })));
+    return { state, release, publish, close: () => gated.close() };
+  }
+
+  it("a consumer that yields under load keeps an eighth of its concurrency in flight while the process is busy, and handles every message once", async () => {
+    const calmWaiters: Array<() => void> = [];
+    const c = await gatedConsumer("yield", {
+      concurrency: 16,
+      yieldUnderLoad: true,
+      calm: (maxMs) =>
         new Promise<void>((resolve) => {
           calmWaiters.push(resolve);
           setTimeout(resolve, maxMs);
         }),
-    };
-    const gated = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-gated", log });
-    gated.setLoadGate(gate);
-    const seen = new Map<number, number>();
-    let inFlight = 0;
-    let maxBusy = 0;
-    let maxCalm = 0;
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
+      busyWait: () => new Promise((r) => setTimeout(r, 20)),
+    });
     try {
-      await gated.consume({
-        stream: STREAMS.work,
-        durable: "yield-test",
-        subject: { subject: "work.yield.v1", schema: Payload },
-        concurrency: 16,
-        yieldUnderLoad: true,
-        handler: async (p) => {
-          inFlight++;
-          if (busy) maxBusy = Math.max(maxBusy, inFlight);
-          else maxCalm = Math.max(maxCalm, inFlight);
-          await (busy ? new Promise((r) => setTimeout(r, 20)) : released);
-          seen.set(p.n, (seen.get(p.n) ?? 0) + 1);
-          inFlight--;
-        },
-      });
-      await Promise.all(Array.from({ length: 60 }, (_, n) => gated.publish("work.yield.v1", { n }, { msgId: `y${n}` })));
-      await eventually(() => seen.size >= 20, 10_000);
+      await c.publish(60);
+      await eventually(() => c.state.seen.size >= 20, 10_000);
       // Calm again: the rest run at full concurrency.
-      busy = false;
+      c.state.busy = false;
       for (const w of calmWaiters.splice(0)) w();
       // Held until more than the busy cap run at once.
-      await eventually(() => inFlight > 2, 10_000);
-      release();
-      await eventually(() => seen.size === 60, 10_000);
-      expect(maxBusy).to.be.within(1, 2); // 16 / 8
-      expect(maxCalm).to.be.greaterThan(2);
-      expect([...seen.values()].every((c) => c === 1)).to.equal(true);
+      await eventually(() => c.state.inFlight > 2, 10_000);
+      c.release();
+      await eventually(() => c.state.seen.size === 60, 10_000);
+      expect(c.state.maxBusy).to.be.within(1, 2); // 16 / 8
+      expect(c.state.maxCalm).to.be.greaterThan(2);
+      expect([...c.state.seen.values()].every((n) => n === 1)).to.equal(true);
     } finally {
-      await gated.close();
+      await c.close();
     }
   });
 
   it("a consumer that pauses under load keeps one message in flight while the process is busy, and handles every message once", async () => {
-    let busy = true;
     let calmCalls = 0;
-    const gate = {
-      get busy() {
-        return busy;
-      },
-      calm: (maxMs: number) => {
+    const c = await gatedConsumer("pause", {
+      concurrency: 8,
+      yieldUnderLoad: "pause",
+      calm: (maxMs) => {
         calmCalls++;
         return new Promise<void>((resolve) => setTimeout(resolve, Math.min(maxMs, 5)));
       },
-    };
-    const gated = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "bus-test-paused", log });
-    gated.setLoadGate(gate);
-    const seen = new Map<number, number>();
-    let inFlight = 0;
-    let maxBusy = 0;
-    let maxCalm = 0;
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
+      busyWait: () => new Promise((r) => setImmediate(r)),
+    });
     try {
-      await gated.consume({
-        stream: STREAMS.work,
-        durable: "pause-test",
-        subject: { subject: "work.pause.v1", schema: Payload },
-        concurrency: 8,
-        yieldUnderLoad: "pause",
-        handler: async (p) => {
-          inFlight++;
-          if (busy) maxBusy = Math.max(maxBusy, inFlight);
-          else maxCalm = Math.max(maxCalm, inFlight);
-          await (busy ? new Promise((r) => setImmediate(r)) : released);
-          seen.set(p.n, (seen.get(p.n) ?? 0) + 1);
-          inFlight--;
-        },
-      });
-      await Promise.all(Array.from({ length: 40 }, (_, n) => gated.publish("work.pause.v1", { n }, { msgId: `pause-${n}` })));
-      await eventually(() => seen.size >= 10, 10_000);
+      await c.publish(40);
+      await eventually(() => c.state.seen.size >= 10, 10_000);
       // One at a time, and a pause asked for before the next one.
-      expect(maxBusy).to.equal(1);
+      expect(c.state.maxBusy).to.equal(1);
       expect(calmCalls).to.be.at.least(9);
-      busy = false;
-      await eventually(() => inFlight > 1, 10_000);
-      release();
-      await eventually(() => seen.size === 40, 10_000);
-      expect(maxCalm).to.be.greaterThan(1);
-      expect([...seen.values()].every((c) => c === 1)).to.equal(true);
+      c.state.busy = false;
+      await eventually(() => c.state.inFlight > 1, 10_000);
+      c.release();
+      await eventually(() => c.state.seen.size === 40, 10_000);
+      expect(c.state.maxCalm).to.be.greaterThan(1);
+      expect([...c.state.seen.values()].every((n) => n === 1)).to.equal(true);
     } finally {
-      await gated.close();
+      await c.close();
     }
   });
 
