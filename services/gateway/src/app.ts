@@ -13,6 +13,7 @@ import { AuthCache } from "./auth/key-cache";
 import type { GatewayEnv } from "./env";
 import { proxyTo } from "./proxy";
 import { RateLimiter } from "./rate-limit/limiter";
+import { instrumentRateLimitSync } from "./rate-limit/metrics";
 import { registerAdminApiKeys } from "./routes/admin_api_keys";
 import { registerAdminOrganizations } from "./routes/admin_organizations";
 import { registerAdminUsers } from "./routes/admin_users";
@@ -118,6 +119,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   relay.start();
   instrumentBus(metrics, bus);
   instrumentOutbox(metrics, "gateway", relay);
+  instrumentRateLimitSync(metrics, limiter);
 
   const app = express();
   app.disable("x-powered-by");
@@ -238,3 +240,4 @@ async function probe(url: string): Promise<void> {
   if (!res.ok) throw new Error(`${res.status}`);
   await res.arrayBuffer();
 }
+

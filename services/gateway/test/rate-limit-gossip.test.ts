@@ -1,9 +1,11 @@
 import { expect } from "chai";
 import { Bus } from "@platform/bus";
 import type { RateLimit } from "@platform/contracts";
+import { createMetrics } from "@platform/http";
 import { createLogger } from "@platform/logging";
 import { randomSuffix, TEST_NATS_URL } from "@platform/testing";
 import { RateLimiter } from "../src/rate-limit/limiter";
+import { instrumentRateLimitSync } from "../src/rate-limit/metrics";
 
 /** One event-loop turn: every setImmediate queued before this one has run (the limiter's coalesced publish among them). */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -179,4 +181,38 @@ describe("rate-limit gossip: two replicas on real NATS share one budget", () => 
       }
     });
   }
+});
+
+describe("rate-limit gossip: the usage messages on /metrics", () => {
+  it("counts what each replica published (prompt, timer) and received, as the limiter tallied them", async () => {
+    let now = 0;
+    const bus = new MemoryBus();
+    const replicas = ["gw-a", "gw-b"].map((id) => new RateLimiter(id, bus as unknown as Bus, 200, () => now));
+    const metrics = replicas.map(() => createMetrics("gateway"));
+    replicas.forEach((r, i) => instrumentRateLimitSync(metrics[i], r));
+    replicas.forEach((r) => r.start());
+    try {
+      const sample = async (i: number) => {
+        const text = await metrics[i].registry.metrics();
+        const value = (kind: string) => Number(new RegExp(`^gateway_rate_limit_sync_messages_total\\{kind="${kind}",service="gateway"\\} (\\S+)$`, "m").exec(text)?.[1]);
+        return { prompt: value("prompt"), timer: value("timer"), received: value("received") };
+      };
+      expect(await sample(0)).to.deep.equal({ prompt: 0, timer: 0, received: 0 });
+      const limit: RateLimit = { perSecond: 1, burst: 100 };
+      for (let i = 0; i < 200; i++) {
+        replicas[i % 2].take("org", limit);
+        await turn();
+        now += 5;
+      }
+      await turn();
+      for (const [i, r] of replicas.entries()) {
+        expect(r.stats.promptPublishes, "the run made prompt publishes").to.be.greaterThan(0);
+        expect(await sample(i)).to.deep.equal({ prompt: r.stats.promptPublishes, timer: r.stats.timerPublishes, received: r.stats.received });
+      }
+      // A second scrape adds only what happened since the first.
+      expect(await sample(0)).to.deep.equal({ prompt: replicas[0].stats.promptPublishes, timer: replicas[0].stats.timerPublishes, received: replicas[0].stats.received });
+    } finally {
+      replicas.forEach((r) => r.stop());
+    }
+  });
 });
