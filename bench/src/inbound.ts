@@ -30,7 +30,7 @@ import { Client } from "pg";
 import { startSimulator } from "@platform/provider-simulator";
 import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
-import { cpuSeconds, startChild, stopChild } from "./lib";
+import { cpuSeconds, startChild, stopChild, syscallCounts } from "./lib";
 
 const CONTACTS = 1_000;
 /** Any 2xx answer of POST /api/v1/messages is an accepted send. */
@@ -42,6 +42,8 @@ const INBOUND_RATES = list("BENCH_INBOUND_RATES", "500,1000");
 const INBOUND_SECONDS = num("BENCH_INBOUND_SECONDS", 20);
 const STATUS_RATES = list("BENCH_STATUS_RATES", "1500,3000");
 const STATUS_SECONDS = num("BENCH_STATUS_SECONDS", 20);
+/** Seconds of no traffic measured before the phases (the stack's CPU at rest); 0 skips it. */
+const IDLE_SECONDS = num("BENCH_IDLE_SECONDS", 10);
 /** How long after the last push deliveries may still arrive before the phase is declared lagging. */
 const DRAIN_S = num("BENCH_DRAIN_SECONDS", 30);
 const progress = (msg: string) => process.stderr.write(`[inbound bench] ${msg}\n`);
@@ -225,6 +227,40 @@ export async function run(): Promise<string> {
     }
     return groups;
   };
+  /**
+   * What the CPU went to, in counts: system calls per process (the services' and this run's Postgres backends
+   * together) and the transactions committed in this run's database. On this VM a socket write costs more than most
+   * handlers, so these explain the CPU figures.
+   */
+  type Counts = { syscalls: Record<string, { reads: number; writes: number }>; commits: number };
+  const readCounts = async (): Promise<Counts> => {
+    const { rows } = await db.query<{ pid: number; datname: string | null; commits: string | null }>(
+      `SELECT a.pid, a.datname, d.xact_commit::text AS commits FROM pg_stat_activity a LEFT JOIN pg_stat_database d ON d.datname = a.datname`,
+    );
+    const pids: Record<string, number | undefined> = { ...services };
+    let commits = 0;
+    for (const r of rows) {
+      if (r.datname !== dbName) continue;
+      pids[`pg:${r.pid}`] = r.pid;
+      commits = Number(r.commits);
+    }
+    return { syscalls: await syscallCounts(pids), commits };
+  };
+  const countsLine = (before: Counts, after: Counts, count: number, unit: string): string => {
+    const groups: Record<string, { reads: number; writes: number }> = {};
+    for (const [name, c] of Object.entries(after.syscalls)) {
+      const group = name.startsWith("pg:") ? "postgres (this db)" : name;
+      const b = before.syscalls[name] ?? { reads: 0, writes: 0 };
+      const g = (groups[group] ??= { reads: 0, writes: 0 });
+      g.reads += Math.max(0, c.reads - (Number.isFinite(b.reads) ? b.reads : 0)) || 0;
+      g.writes += Math.max(0, c.writes - (Number.isFinite(b.writes) ? b.writes : 0)) || 0;
+    }
+    const per = (n: number) => (n / count).toFixed(2);
+    return (
+      `system calls per ${unit} (read / write): ${Object.entries(groups).map(([k, v]) => `${k} ${per(v.reads)} / ${per(v.writes)}`).join(", ")}; ` +
+      `transactions committed per ${unit}: ${per(after.commits - before.commits)}.`
+    );
+  };
   const cpuLine = (used: Record<string, number>, count: number, unit: string): { line: string; total: number } => {
     const ours = ["gateway", "messaging", "contacts", "dispatcher", "postgres (this db)"];
     const total = ours.reduce((s, k) => s + (used[k] ?? 0), 0);
@@ -265,11 +301,13 @@ export async function run(): Promise<string> {
       const pushedAt = new Map<string, number>();
       loads.push(`${label}: ${os.loadavg()[0].toFixed(1)}`);
       const cpuBefore = await readCpu();
+      const countsBefore = await readCounts();
       const pushed = await push(url, phoneNumberId, items, rate, rand, pushedAt);
       const deadline = now() + DRAIN_S * 1000;
       while (now() < deadline && expectKeys.some((k) => !receiver.arrivals.has(k))) await sleep(50);
       const end = now();
       const cpuAfter = await readCpu();
+      const countsAfter = await readCounts();
       const latencies: number[] = [];
       let lastArrival = 0;
       let missing = 0;
@@ -295,7 +333,7 @@ export async function run(): Promise<string> {
           `${Math.round(percentile(latencies, 0.5))} | ${Math.round(percentile(latencies, 0.99))} | ${Math.round(((lastArrival || end) - pushed.lastPush))} | ` +
           `${percentile(answers, 0.5).toFixed(1)} / ${percentile(answers, 0.99).toFixed(1)} | ${pushed.non200} | ${cpu.total.toFixed(2)} |`,
       );
-      cpuLines.push(`- ${label} at ${rate}/s: ${cpu.line}`);
+      cpuLines.push(`- ${label} at ${rate}/s: ${cpu.line}`, `  - ${countsLine(countsBefore, countsAfter, count, unit)}`);
       if (missing > 0) {
         // A `delivered` overtaken by its `read` (batches are consumed concurrently) is rightly never emitted: count those apart.
         const overtaken =
@@ -342,6 +380,20 @@ export async function run(): Promise<string> {
         if (now() - start > 120_000) throw new Error("warm-up inbound messages not delivered");
         await sleep(200);
       }
+    }
+
+    // The stack at rest: what each process burns per second with no traffic (timers, polls, broadcasts). Every
+    // phase's CPU per op includes its share of this over the phase's seconds.
+    if (IDLE_SECONDS > 0) {
+      await sleep(2_000);
+      const before = await readCpu();
+      await sleep(IDLE_SECONDS * 1000);
+      const used = cpuUsed(before, await readCpu());
+      cpuLines.push(
+        `- at rest (${IDLE_SECONDS} s, no traffic), CPU ms per second: ${Object.entries(used)
+          .map(([k, v]) => `${k} ${((v / IDLE_SECONDS) * 1000).toFixed(1)}`)
+          .join(", ")}.`,
+      );
     }
 
     for (const rate of INBOUND_RATES) {

@@ -97,6 +97,17 @@ export async function cpuSeconds(
   return out;
 }
 
+/** System calls that read and that write (Linux `/proc/<pid>/io` `syscr` / `syscw`) so far, per named pid. */
+export async function syscallCounts(pids: Record<string, number | undefined>): Promise<Record<string, { reads: number; writes: number }>> {
+  const { readFile } = await import("node:fs/promises");
+  const out: Record<string, { reads: number; writes: number }> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    const io = pid ? await readFile(`/proc/${pid}/io`, "utf8").catch(() => "") : "";
+    out[name] = { reads: Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? NaN), writes: Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? NaN) };
+  }
+  return out;
+}
+
 /**
  * Per-process CPU use between two `cpuSeconds` readings, as a markdown line.
  * Per pid, so that Postgres backends that start during the run count from 0;

@@ -172,10 +172,14 @@ export class Batcher<In, Out> {
  * `read()` gives the share since the previous read (0 to 1), or undefined where the kernel keeps no such figure.
  */
 export class CpuPressure {
+  static readonly MAX_WINDOW_US = 1_000_000;
   private readonly file?: string;
   private last?: { stalledUs: number; atUs: number };
 
-  constructor(files: string[] = CpuPressure.candidates()) {
+  constructor(
+    files: string[] = CpuPressure.candidates(),
+    private readonly nowUs: () => number = () => Number(process.hrtime.bigint() / 1000n),
+  ) {
     this.file = files.find((f) => CpuPressure.stalledUs(f) !== undefined);
   }
 
@@ -210,10 +214,11 @@ export class CpuPressure {
     if (!this.file) return undefined;
     const stalledUs = CpuPressure.stalledUs(this.file);
     if (stalledUs === undefined) return undefined;
-    const atUs = Number(process.hrtime.bigint() / 1000n);
+    const atUs = this.nowUs();
     const prev = this.last;
     this.last = { stalledUs, atUs };
-    if (!prev || atUs <= prev.atUs) return undefined;
+    // A share over more than a second (the reader was idle meanwhile) says nothing about now: it only sets the baseline.
+    if (!prev || atUs <= prev.atUs || atUs - prev.atUs > CpuPressure.MAX_WINDOW_US) return undefined;
     return Math.min(1, Math.max(0, (stalledUs - prev.stalledUs) / (atUs - prev.atUs)));
   }
 }
@@ -261,6 +266,7 @@ export class LoadGate {
   private readonly histogram?: ReturnType<typeof monitorEventLoopDelay>;
   private readonly timer?: NodeJS.Timeout;
   private lagBusy = false;
+  private lagMonitorOn = false;
   private cpuShort = false;
   private waiters: Array<() => void> = [];
   /** Times a consumer was held back (metrics, tests). */
@@ -268,24 +274,42 @@ export class LoadGate {
 
   constructor(private readonly opts: LoadGateOptions) {
     const sampleMs = opts.sampleMs ?? 50;
-    if (opts.lagMs > 0) {
-      this.histogram = monitorEventLoopDelay({ resolution: 10 });
-      this.histogram.enable();
-    }
+    if (opts.lagMs > 0) this.histogram = monitorEventLoopDelay({ resolution: 10 });
+    this.sample();
     this.timer = setInterval(() => this.sample(), sampleMs);
     this.timer.unref();
   }
 
-  /** One window's figures: called by the timer, and by tests. */
+  /**
+   * One window's figures: called by the timer, and by tests. Each figure is taken only while it can matter, so an
+   * idle process pays for neither: the delay monitor (a 10 ms timer) runs while the process serves requests, and the
+   * pressure file is read while requests are served anywhere in the stack.
+   */
   sample(): void {
     if (this.histogram) {
-      // The monitor's timer fires every 10 ms: what it records beyond that is lateness.
-      this.lagBusy = this.histogram.max / 1e6 - 10 > this.opts.lagMs;
-      this.histogram.reset();
+      const serving = this.opts.serving?.() ?? true;
+      if (serving && this.lagMonitorOn) {
+        // The monitor's timer fires every 10 ms: what it records beyond that is lateness.
+        this.lagBusy = this.histogram.max / 1e6 - 10 > this.opts.lagMs;
+        this.histogram.reset();
+      } else if (serving) {
+        this.histogram.enable();
+        this.lagMonitorOn = true;
+      } else if (this.lagMonitorOn) {
+        this.histogram.disable();
+        this.histogram.reset();
+        this.lagMonitorOn = false;
+        this.lagBusy = false;
+      }
     }
     const share = this.opts.pressureShare ?? 0;
-    if (share > 0 && this.opts.cpuPressure) this.cpuShort = (this.opts.cpuPressure() ?? 0) > share;
+    if (share > 0 && this.opts.cpuPressure) this.cpuShort = this.interactive ? (this.opts.cpuPressure() ?? 0) > share : false;
     if (!this.busy) this.release();
+  }
+
+  /** Whether the event-loop delay monitor runs now (only while the process serves requests). */
+  get monitoringLag(): boolean {
+    return this.lagMonitorOn;
   }
 
   private release(): void {

@@ -233,6 +233,55 @@ describe("LoadGate", () => {
     }
   });
 
+  it("reads the CPU pressure only while API requests are served somewhere (an idle stack reads no file)", () => {
+    let interactive = false;
+    let reads = 0;
+    const gate = new LoadGate({
+      lagMs: 0,
+      sampleMs: 60_000,
+      interactive: () => interactive,
+      cpuPressure: () => (reads++, 0.5),
+      pressureShare: 0.2,
+    });
+    try {
+      gate.sample();
+      gate.sample();
+      expect(reads).to.equal(0);
+      expect(gate.busy).to.equal(false);
+      interactive = true;
+      gate.sample();
+      expect(reads).to.equal(1);
+      expect(gate.busy).to.equal(true);
+      // Quiet again: the short CPU no longer counts, and the file is left alone.
+      interactive = false;
+      gate.sample();
+      expect(reads).to.equal(1);
+      interactive = true;
+      expect(gate.busy).to.equal(false);
+    } finally {
+      gate.stop();
+    }
+  });
+
+  it("runs the event-loop delay monitor only while the process serves requests", () => {
+    let serving = false;
+    const gate = new LoadGate({ lagMs: 20, sampleMs: 60_000, serving: () => serving });
+    try {
+      expect(gate.monitoringLag).to.equal(false);
+      serving = true;
+      gate.sample();
+      expect(gate.monitoringLag).to.equal(true);
+      gate.sample();
+      expect(gate.monitoringLag).to.equal(true);
+      serving = false;
+      gate.sample();
+      expect(gate.monitoringLag).to.equal(false);
+      expect(gate.busy).to.equal(false);
+    } finally {
+      gate.stop();
+    }
+  });
+
   it("calm() gives up after maxMs, so a consumer always moves on", async () => {
     const gate = new LoadGate({ lagMs: 0, sampleMs: 10, waiting: () => 1 });
     try {
@@ -260,6 +309,22 @@ describe("CpuPressure", () => {
     // Far more stalled time than can have passed (tasks on many CPUs): capped at 1.
     psi(file, 1_000 + 3_600e6);
     expect(pressure.read()).to.equal(1);
+  });
+
+  it("gives no share over a window longer than a second (the reader was idle): that read only sets the baseline", () => {
+    const file = path.join(dir, "cpu.pressure.idle");
+    psi(file, 0);
+    let nowUs = 0;
+    const pressure = new CpuPressure([file], () => nowUs);
+    expect(pressure.read()).to.equal(undefined);
+    nowUs += 50_000;
+    psi(file, 25_000);
+    expect(pressure.read()).to.equal(0.5);
+    nowUs += 5_000_000;
+    psi(file, 5_000_000);
+    expect(pressure.read()).to.equal(undefined);
+    nowUs += 50_000;
+    expect(pressure.read()).to.equal(0);
   });
 
   it("is unavailable where no pressure file exists (not Linux, old kernel)", () => {
