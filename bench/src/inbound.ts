@@ -261,6 +261,23 @@ export async function run(): Promise<string> {
       `transactions committed per ${unit}: ${per(after.commits - before.commits)}.`
     );
   };
+  /**
+   * BENCH_STATEMENTS=1, on a server that loads pg_stat_statements (with `pg_stat_statements.track_planning` for the
+   * planning column): per phase, the statements of this run's database by time, planning and execution apart.
+   */
+  const statements = process.env.BENCH_STATEMENTS === "1" && (await db.query(`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`).then(() => true, () => false));
+  const statementLines = async (count: number, unit: string): Promise<string[]> => {
+    const { rows } = await db.query<{ query: string; calls: string; plan_ms: number; exec_ms: number; rows: string }>(
+      `SELECT regexp_replace(query, '[[:space:]]+', ' ', 'g') AS query, calls::text, total_plan_time AS plan_ms, total_exec_time AS exec_ms, rows::text
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        ORDER BY total_plan_time + total_exec_time DESC LIMIT 14`,
+    );
+    const per = (ms: number) => ((ms / count) * 1000).toFixed(1);
+    return [
+      `  - statements by time (µs per ${unit}: planning + execution; calls per ${unit}):`,
+      ...rows.map((r) => `    - ${per(r.plan_ms)} + ${per(r.exec_ms)} µs, ${(Number(r.calls) / count).toFixed(3)} calls: \`${r.query.slice(0, 110)}\``),
+    ];
+  };
   const cpuLine = (used: Record<string, number>, count: number, unit: string): { line: string; total: number } => {
     const ours = ["gateway", "messaging", "contacts", "dispatcher", "postgres (this db)"];
     const total = ours.reduce((s, k) => s + (used[k] ?? 0), 0);
@@ -300,6 +317,7 @@ export async function run(): Promise<string> {
     const measure = async (label: string, rate: number, seconds: number, items: Item[], expectKeys: string[], unit: string, count: number) => {
       const pushedAt = new Map<string, number>();
       loads.push(`${label}: ${os.loadavg()[0].toFixed(1)}`);
+      if (statements) await db.query(`SELECT pg_stat_statements_reset()`);
       const cpuBefore = await readCpu();
       const countsBefore = await readCounts();
       const pushed = await push(url, phoneNumberId, items, rate, rand, pushedAt);
@@ -334,6 +352,7 @@ export async function run(): Promise<string> {
           `${percentile(answers, 0.5).toFixed(1)} / ${percentile(answers, 0.99).toFixed(1)} | ${pushed.non200} | ${cpu.total.toFixed(2)} |`,
       );
       cpuLines.push(`- ${label} at ${rate}/s: ${cpu.line}`, `  - ${countsLine(countsBefore, countsAfter, count, unit)}`);
+      if (statements) cpuLines.push(...(await statementLines(count, unit)));
       if (missing > 0) {
         // A `delivered` overtaken by its `read` (batches are consumed concurrently) is rightly never emitted: count those apart.
         const overtaken =

@@ -69,6 +69,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
       log: deps.log,
       retryDelaysMs: deps.env.WEBHOOK_RETRY_DELAYS_MS,
       timeoutMs: deps.env.WEBHOOK_TIMEOUT_MS,
+      perWebhook: deps.env.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
       ...webhookMetrics(deps),
     });
     dispatcher.start();

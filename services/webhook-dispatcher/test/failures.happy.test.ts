@@ -166,9 +166,9 @@ describe("failed deliveries", () => {
 
   it("a hanging endpoint does not delay deliveries to another endpoint or organization", async function () {
     this.timeout(60_000);
-    // Its own stack with a 60 s attempt timeout: the hanging endpoint's attempts hold its lane's 8 slots for the whole
-    // test, so what gets through does not depend on how fast the machine is.
-    const own = await startStack("whd_hang", { WEBHOOK_TIMEOUT_MS: "60000" });
+    // Its own stack with a 60 s attempt timeout and 8 attempts per endpoint: the hanging endpoint's attempts hold its
+    // lane's 8 slots for the whole test, so what gets through does not depend on how fast the machine is.
+    const own = await startStack("whd_hang", { WEBHOOK_TIMEOUT_MS: "60000", WEBHOOK_CONCURRENCY_PER_ENDPOINT: "8" });
     const hanging = await Receiver.start(() => ({ status: 200, delayMs: 120_000 }));
     try {
       const slowOrg = newId("organization");
