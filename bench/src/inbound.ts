@@ -158,6 +158,59 @@ async function push(
 
 type CpuReading = Record<string, Record<string, number>>;
 
+/**
+ * This machine's Postgres runs with `autovacuum = off` (a CI setting of the sandbox, conf.d/90-ci.conf); every
+ * production server vacuums. Without it the queue tables of the pipeline (outboxes, delivery jobs: a row inserted and
+ * deleted per event) and `messages` (a row version per status) keep every dead row of the run, and each scan of their
+ * indexes steps over more of them as a phase goes on. Where the server's autovacuum is off, this loop does its work on
+ * this run's database with autovacuum's default rules (vacuum past 50 + 20 % dead rows, analyze past 50 + 10 % changed
+ * rows), checked every BENCH_AUTOVACUUM_MS (1,000; 0 turns it off). Its backend is one of this database's, so its CPU
+ * counts in "postgres (this db)" like the rest of the pipeline's.
+ */
+async function standInAutovacuum(databaseUrl: string): Promise<{ stop(): Promise<void>; runs: () => { vacuums: number; analyzes: number } }> {
+  const everyMs = num("BENCH_AUTOVACUUM_MS", 1_000);
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  const on = (await client.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'autovacuum'`)).rows[0]?.setting === "on";
+  let vacuums = 0;
+  let analyzes = 0;
+  let stopped = everyMs <= 0 || on;
+  const loop = (async () => {
+    while (!stopped) {
+      await sleep(everyMs);
+      try {
+        const { rows } = await client.query<{ name: string; vacuum: boolean; analyze: boolean }>(
+          `SELECT format('%I.%I', schemaname, relname) AS name,
+                  n_dead_tup > 50 + 0.2 * greatest(n_live_tup, 0) AS vacuum,
+                  n_mod_since_analyze > 50 + 0.1 * greatest(n_live_tup, 0) AS analyze
+             FROM pg_stat_user_tables`,
+        );
+        for (const r of rows) {
+          if (stopped) break;
+          if (r.vacuum) {
+            await client.query(`VACUUM ${r.name}`);
+            vacuums++;
+          }
+          if (r.analyze) {
+            await client.query(`ANALYZE ${r.name}`);
+            analyzes++;
+          }
+        }
+      } catch {
+        /* a table dropped or locked meanwhile: next round */
+      }
+    }
+  })();
+  return {
+    runs: () => ({ vacuums, analyzes }),
+    async stop() {
+      stopped = true;
+      await loop;
+      await client.end();
+    },
+  };
+}
+
 export async function run(): Promise<string> {
   const env = await createTestEnvironment("benchinb");
   const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 1_000 });
@@ -171,7 +224,8 @@ export async function run(): Promise<string> {
     PORT: "0",
     LOG_LEVEL: "warn",
   };
-  const root = path.resolve(__dirname, "../..");
+  // BENCH_SERVICES_ROOT: run the services of another checkout (built), for an A/B against it in the same phase of the machine.
+  const root = process.env.BENCH_SERVICES_ROOT ?? path.resolve(__dirname, "../..");
   const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], { ...baseEnv, LOG_LEVEL: "info" }, /listening/);
   const messaging = await startChild(
     path.join(root, "services/messaging/dist/index.js"),
@@ -205,6 +259,7 @@ export async function run(): Promise<string> {
   const db = new Client({ connectionString: env.databaseUrl });
   await db.connect();
   const dbName = new URL(env.databaseUrl).pathname.slice(1);
+  const autovacuum = await standInAutovacuum(env.databaseUrl);
   const services = { gateway: gateway.child.pid, messaging: messaging.child.pid, contacts: contacts.child.pid, dispatcher: dispatcher.child.pid };
 
   /** Per-process CPU seconds: the services, this run's Postgres backends, the shared Postgres background and NATS, this process. */
@@ -488,11 +543,13 @@ export async function run(): Promise<string> {
       "|---|---|---|---|---|---|---|---|---|---|---|",
       ...rows,
       "",
-      `Duplicate deliveries seen by the receiver: ${receiver.duplicates()}.`,
+      `Duplicate deliveries seen by the receiver: ${receiver.duplicates()}. Stand-in autovacuum (this server's is off; 0 when it is on or BENCH_AUTOVACUUM_MS=0): ` +
+        `${autovacuum.runs().vacuums} vacuums, ${autovacuum.runs().analyzes} analyzes of this run's tables.`,
       "",
       ...cpuLines,
     ].join("\n");
   } finally {
+    await autovacuum.stop();
     await db.end();
     await stopChild(gateway.child);
     await stopChild(dispatcher.child);
