@@ -180,9 +180,18 @@ async function standInAutovacuum(databaseUrl: string): Promise<{ stop(): Promise
   let vacuums = 0;
   let analyzes = 0;
   let stopped = everyMs <= 0 || on;
+  let wake: (() => void) | undefined;
   const loop = (async () => {
     while (!stopped) {
-      await sleep(everyMs);
+      // A nap that `stop()` cuts short.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, everyMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      if (stopped) break;
       try {
         const { rows } = await client.query<{ name: string; vacuum: boolean; analyze: boolean }>(
           `SELECT format('%I.%I', schemaname, relname) AS name,
@@ -210,6 +219,7 @@ async function standInAutovacuum(databaseUrl: string): Promise<{ stop(): Promise
     runs: () => ({ vacuums, analyzes }),
     async stop() {
       stopped = true;
+      wake?.();
       await loop;
       await client.end();
     },
