@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { useLayoutEffect, useState } from "react";
 import { get, patch, type Organization } from "../api";
 import { Field, FormError, LoadError, ReadOnlyNote, Section, useCanWrite, useLoad, useSubmit } from "../ui";
 
@@ -10,7 +10,9 @@ export function SettingsPage() {
   const [burst, setBurst] = useState("");
   const [keywords, setKeywords] = useState("");
   const [saved, setSaved] = useState(false);
-  useEffect(() => {
+  // The fields take the loaded values in the same commit as the load (a layout effect, not a passive one that runs
+  // after paint), so nothing typed after the form shows them can be overwritten by them.
+  useLayoutEffect(() => {
     if (!org) return;
     setName(org.name);
     setPerSecond(String(org.rateLimit.perSecond));
@@ -24,8 +26,10 @@ export function SettingsPage() {
       rateLimit: { perSecond: Number(perSecond), burst: Number(burst) },
       optOutKeywords: keywords.split(",").map((k) => k.trim()).filter(Boolean),
     });
-    setSaved(true);
+    // "Saved." once the form shows what was stored: the reload resets every field, so an edit made between the
+    // answer and the reload would be silently replaced (the console test lost its next edit that way).
     await reload();
+    setSaved(true);
   }, ["name", "rateLimit", "optOutKeywords"]);
 
   return (
