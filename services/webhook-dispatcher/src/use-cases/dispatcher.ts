@@ -31,7 +31,7 @@ export interface DispatcherOptions {
   /** Delays before retry 1, 2, 3 (the last one repeats if the list is shorter). */
   retryDelaysMs: number[];
   timeoutMs: number;
-  /** Attempts in flight at once to one webhook, in this process. */
+  /** Attempts in flight at once to one webhook, in this process (default: `WEBHOOK_CONCURRENCY_PER_ENDPOINT`'s, 32). */
   perWebhook?: number;
   /** Bounds the jobs this process holds at once (running and prefetched) to twice this. */
   global?: number;
@@ -69,7 +69,7 @@ export class Dispatcher {
   private readonly global: number;
 
   constructor(private readonly opts: DispatcherOptions) {
-    this.perWebhook = opts.perWebhook ?? 8;
+    this.perWebhook = opts.perWebhook ?? 32;
     this.global = opts.global ?? 256;
   }
 
