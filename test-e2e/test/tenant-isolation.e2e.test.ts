@@ -75,7 +75,7 @@ describe("e2e: tenant isolation matrix", function () {
     });
     expect(job.status, JSON.stringify(job.body)).to.equal(200);
     const optOut = await e2e.call("POST", "/api/v1/opt-outs", { token: org.key, body: { action: "set", messagingChannelId: channel.body.id, phone } });
-    expect(optOut.status).to.equal(200);
+    expect(optOut.status, JSON.stringify(optOut.body)).to.equal(200);
     return {
       templateId: template.body.id,
       jobId: job.body.id,

@@ -7,6 +7,7 @@ import { Client } from "pg";
 import semver from "semver";
 import { createTestEnvironment, eventually, randomSuffix, type TestEnvironment } from "@platform/testing";
 import { REPO_ROOT } from "../src/render";
+import { freePort } from "@platform/stack";
 
 /**
  * The image's file list: infra/image-files.sh (what the Dockerfile's build stage runs) applied to a copy of this
@@ -25,18 +26,6 @@ function duSize(dir: string): number {
     total += entry.isDirectory() ? duSize(p) : statSync(p).size;
   }
   return total;
-}
-
-async function freePort(): Promise<number> {
-  const net = await import("node:net");
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function status(url: string): Promise<number> {

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { expect } from "chai";
@@ -9,6 +8,7 @@ import { STREAMS } from "@platform/contracts";
 import { createLogger } from "@platform/logging";
 import { eventually } from "@platform/testing";
 import { render } from "../src/render";
+import { freePort } from "@platform/stack";
 
 
 /**
@@ -16,17 +16,6 @@ import { render } from "../src/render";
  * three local nats-server processes, and the platform's Bus told BUS_STREAM_REPLICAS=3 as the prod ConfigMap says:
  * every stream is created with 3 replicas, placed on the 3 servers, and survives one server stopping.
  */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 describe("prod NATS: a 3-node JetStream cluster from the rendered nats.conf, streams at BUS_STREAM_REPLICAS", function () {
   const servers: ChildProcess[] = [];
   let dir: string;

@@ -2,7 +2,9 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { expect } from "chai";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
-import { checkDependencies, discoverServices, freePort, reachable, REPO_ROOT } from "../src";
+import { checkDependencies, discoverServices, freePort, reachable, REPO_ROOT, roundRobin } from "../src";
+
+const ephemeralLow = () => Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
 
 describe("stack runner", () => {
   it("says in one line how to get PostgreSQL when it does not answer", async () => {
@@ -23,6 +25,26 @@ describe("stack runner", () => {
   it("finds the machine's PostgreSQL and NATS", async () => {
     expect(await reachable("127.0.0.1", 5432)).to.equal(true);
     expect(await checkDependencies("postgres://postgres@127.0.0.1:5432/x", "nats://127.0.0.1:4222")).to.equal(null);
+  });
+
+  it("never hands out one port twice, nor one the kernel picks for listen(0) or outgoing connections", async () => {
+    // 2,000 ports: with the kernel's own choice (listen(0), released again) a port came back within a few dozen calls.
+    const ports: number[] = [];
+    for (let i = 0; i < 2_000; i++) ports.push(await freePort());
+    expect(new Set(ports).size).to.equal(ports.length);
+    expect(ports.filter((p) => p >= ephemeralLow() || p < 10_000)).to.deep.equal([]);
+  });
+
+  it("balances onto its own handed-out port, never one a process of the stack was told", async () => {
+    const told = await freePort();
+    const balancer = await roundRobin([told]);
+    try {
+      expect(balancer.port).to.not.equal(told);
+      // Not the kernel's listen(0) choice, which freePort's later answers could not avoid.
+      expect(balancer.port).to.be.below(ephemeralLow());
+    } finally {
+      await balancer.close();
+    }
   });
 
   it("discovers the built services", () => {
