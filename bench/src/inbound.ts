@@ -26,6 +26,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { Client } from "pg";
 import { startSimulator } from "@platform/provider-simulator";
 import { freePort } from "@platform/stack";
@@ -180,17 +181,11 @@ async function standInAutovacuum(databaseUrl: string): Promise<{ stop(): Promise
   let vacuums = 0;
   let analyzes = 0;
   let stopped = everyMs <= 0 || on;
-  let wake: (() => void) | undefined;
+  // Naps that `stop()` cuts short.
+  const naps = new AbortController();
   const loop = (async () => {
     while (!stopped) {
-      // A nap that `stop()` cuts short.
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, everyMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      await delay(everyMs, undefined, { signal: naps.signal }).catch(() => undefined);
       if (stopped) break;
       try {
         const { rows } = await client.query<{ name: string; vacuum: boolean; analyze: boolean }>(
@@ -219,7 +214,7 @@ async function standInAutovacuum(databaseUrl: string): Promise<{ stop(): Promise
     runs: () => ({ vacuums, analyzes }),
     async stop() {
       stopped = true;
-      wake?.();
+      naps.abort();
       await loop;
       await client.end();
     },
