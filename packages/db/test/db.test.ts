@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { MigrationInterface, QueryRunner } from "typeorm";
 import { dropDatabase, randomSuffix } from "@platform/testing";
-import { createDataSource, ensureDatabase, openDatabase, pingDatabase, queryPrepared } from "../src";
+import { bulkTransaction, createDataSource, ensureDatabase, openDatabase, pingDatabase, queryBulk, queryPrepared, sqlState } from "../src";
 
 class CreateThings1700000000000 implements MigrationInterface {
   name = "CreateThings1700000000000";
@@ -54,6 +54,71 @@ describe("db", () => {
     } finally {
       await ds.query(`DROP TABLE IF EXISTS dbtest.growing`).catch(() => undefined);
       await ds.destroy();
+    }
+  });
+
+  it("plans a bulk statement once, and that plan probes the index by key however small the table was when it was made", async () => {
+    await ensureDatabase(url);
+    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-bulk-plans" }).initialize();
+    try {
+      await ds.query(`CREATE SCHEMA IF NOT EXISTS dbtest; DROP TABLE IF EXISTS dbtest.bulk_growing; CREATE TABLE dbtest.bulk_growing (id text PRIMARY KEY, v int NOT NULL)`);
+      await ds.query(`INSERT INTO dbtest.bulk_growing VALUES ('a', 1)`);
+      await ds.query(`ANALYZE dbtest.bulk_growing`);
+      const mark = `UPDATE dbtest.bulk_growing g SET v = g.v + 1 FROM unnest($1::text[]) AS s(id) WHERE g.id = s.id RETURNING g.id`;
+      // One transaction, so every statement runs on one connection of the bulk pool: the plan made on the one-row table is the one kept.
+      const { plan, plans } = await bulkTransaction(ds, async (tx) => {
+        for (let i = 0; i < 3; i++) await queryBulk(tx, "dbtest.bulk-mark", mark, [["a"]]);
+        // The table grows 30,000-fold; no ANALYZE runs (a fresh table filled by a bulk job faster than autovacuum looks).
+        await tx.query(`INSERT INTO dbtest.bulk_growing SELECT 'k' || g, 0 FROM generate_series(1, 30000) g`);
+        expect(await queryBulk(tx, "dbtest.bulk-mark", mark, [["k7", "k9"]])).to.have.length(2);
+        const [explained] = await tx.query(`EXPLAIN (FORMAT JSON) EXECUTE "dbtest.bulk-mark"('{k7,k9}')`);
+        const [stmt] = await tx.query(`SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'dbtest.bulk-mark'`);
+        return { plan: JSON.stringify(explained["QUERY PLAN"]), plans: stmt };
+      });
+      expect(plan, plan).to.include("bulk_growing_pkey");
+      expect(plan, plan).to.include("Nested Loop");
+      expect(plan).not.to.include("Seq Scan");
+      // Planned once (generic), never per execution.
+      expect(plans).to.deep.equal({ generic_plans: "5", custom_plans: "0" });
+    } finally {
+      await ds.query(`DROP TABLE IF EXISTS dbtest.bulk_growing`).catch(() => undefined);
+      await ds.destroy();
+    }
+  });
+
+  it("runs a bulk transaction on a pool of its own: committed, rolled back on failure with TypeORM's error shape, the pool ended with its DataSource", async () => {
+    await ensureDatabase(url);
+    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-bulk" }).initialize();
+    try {
+      await ds.query(`CREATE SCHEMA IF NOT EXISTS dbtest; DROP TABLE IF EXISTS dbtest.bulk_rows; CREATE TABLE dbtest.bulk_rows (id int PRIMARY KEY)`);
+      const insert = `INSERT INTO dbtest.bulk_rows SELECT unnest($1::int[]) RETURNING id`;
+      const committed = await bulkTransaction(ds, async (tx) => {
+        const [own] = await tx.query(`SELECT current_setting('application_name') AS app, current_setting('plan_cache_mode') AS mode`);
+        expect(own).to.deep.equal({ app: "dbtest-bulk:bulk", mode: "force_generic_plan" });
+        return queryBulk(tx, "dbtest.bulk-insert", insert, [[1, 2]]);
+      });
+      expect(committed).to.deep.equal([{ id: 1 }, { id: 2 }]);
+      // A failure inside rolls the whole transaction back and reports the SQLSTATE as TypeORM's errors do.
+      const failed = await bulkTransaction(ds, async (tx) => {
+        await queryPrepared(tx, "dbtest.bulk-insert", insert, [[3]]);
+        await queryBulk(tx, "dbtest.bulk-insert", insert, [[1]]);
+      }).catch((err: unknown) => err);
+      expect(sqlState(failed)).to.equal("23505");
+      expect((failed as { driverError?: { code?: string } }).driverError?.code).to.equal("23505");
+      expect(await ds.query(`SELECT id FROM dbtest.bulk_rows ORDER BY id`)).to.deep.equal([{ id: 1 }, { id: 2 }]);
+      // Outside a transaction: on the bulk pool too, with the same settings.
+      const [mode] = await queryBulk(ds, "dbtest.bulk-mode", `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('application_name') AS app, $1::int AS n`, [1]);
+      expect(mode).to.deep.equal({ seqscan: "off", app: "dbtest-bulk:bulk", n: 1 });
+    } finally {
+      await ds.query(`DROP TABLE IF EXISTS dbtest.bulk_rows`).catch(() => undefined);
+      await ds.destroy();
+    }
+    const check = await createDataSource({ url, schema: "public", entities: [], migrations: [] }).initialize();
+    try {
+      const rows = await check.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'dbtest-bulk:bulk'`);
+      expect(rows[0].n, "the bulk pool ends with its DataSource").to.equal(0);
+    } finally {
+      await check.destroy();
     }
   });
 
