@@ -1,10 +1,10 @@
 import { Client } from "pg";
-import type { EntityManager, MigrationInterface, QueryRunner } from "typeorm";
+import type { MigrationInterface, QueryRunner } from "typeorm";
 import { eventSubject, type EventData, type EventType } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { currentRequestContext, type Logger } from "@platform/logging";
 import { extractTrace, traceparentOf } from "@platform/telemetry";
-import { CONNECTION_OPTIONS, queryPrepared, quoteIdent } from "@platform/db";
+import { BULK_CONNECTION_OPTIONS, queryPrepared, quoteIdent, type SqlRunner } from "@platform/db";
 import { REQUEST_ID_HEADER, type Bus, type PublishItem } from "./bus";
 
 /**
@@ -128,7 +128,7 @@ export function domainEvent<T extends EventType>(
  * multi-row insert), each with its own origin (`requestId`, `traceparent`)
  * when it has one, else the current request's.
  */
-export async function enqueue(manager: EntityManager, schema: string, messages: OutboxMessage[]): Promise<void> {
+export async function enqueue(manager: SqlRunner, schema: string, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
   let current: OutboxOrigin | undefined;
   const origin = (m: OutboxMessage) => {
@@ -230,7 +230,8 @@ export class OutboxRelay {
         application_name: `${this.opts.schema}:outbox-relay`,
         // The relay (active or standing by) queries at least every second. Should it vanish without
         // closing its connection (a network partition), the server ends the idle session and frees the role.
-        options: `${CONNECTION_OPTIONS} -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
+        // Its two statements read the outbox by key only: planned once, as the bulk pool's (ADR 0013).
+        options: `${BULK_CONNECTION_OPTIONS} -c idle_session_timeout=${RELAY_IDLE_SESSION_TIMEOUT_MS}`,
         keepAlive: true,
       });
       fresh.on("error", () => {

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import type { DataSource } from "typeorm";
-import { openDatabase } from "@platform/db";
+import { bulkTransaction, openDatabase } from "@platform/db";
 import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
 import { messagesRepository } from "../src/db/repositories/messages.repository";
 import { definition } from "../src/service";
@@ -41,7 +41,7 @@ describe("status batch under stale statistics", () => {
     );
 
     const named = [17, 500, 1234, 2999, 3000];
-    const { changed, indexReads } = await ds.transaction(async (tx) => {
+    const { changed, indexReads } = await bulkTransaction(ds, async (tx) => {
       const changed = await messagesRepository.applyStatusBatch(
         tx,
         "ch",

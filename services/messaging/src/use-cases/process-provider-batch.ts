@@ -6,6 +6,7 @@ import {
   type ProviderInboundMessage,
   type ProviderStatus,
 } from "@platform/contracts";
+import { bulkTransaction } from "@platform/db";
 import { newId } from "@platform/id";
 import { Batcher } from "@platform/runtime";
 import type { MessagingContext } from "../context";
@@ -157,7 +158,7 @@ function groupOf(ctx: MessagingContext) {
  * and write the events in one statement.
  */
 async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: InboundItem[]): Promise<void> {
-  await ctx.db.transaction(async (tx) => {
+  await bulkTransaction(ctx.db, async (tx) => {
     const unique = [...new Map(fresh.map((i) => [i.m.id, i])).values()];
     await messagesRepository.lockInboundIds(tx, unique.map((i) => i.m.id));
     const stored = await messagesRepository.knownInboundIds(tx, unique.map((i) => i.m.id));
@@ -265,7 +266,7 @@ async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuse
 
 /** Statuses of one channel (one or several provider batches, in arrival order) in one transaction: one UPDATE, then the events. */
 async function writeStatuses(ctx: MessagingContext, channel: ChannelRow, input: StatusInput[]): Promise<void> {
-  await ctx.db.transaction(async (tx) => {
+  await bulkTransaction(ctx.db, async (tx) => {
     const changed = await messagesRepository.applyStatusBatch(tx, channel.id, input);
     if (changed.length === 0) return;
     // Each status names its message by our id when that is a changed row, else by the provider's id (as the SQL does); in input order.

@@ -1,4 +1,5 @@
 import type { OutboxMessage, OutboxOrigin } from "@platform/bus";
+import { queryBulk, type BulkTransaction, type DataSource } from "@platform/db";
 import { newId } from "@platform/id";
 import { currentRateSql } from "./pacing-rate";
 import { run, runPrepared, SCHEMA, type Queryable } from "./queryable";
@@ -448,9 +449,11 @@ export const messagesRepository = {
     );
   },
 
-  async knownInboundIds(q: Queryable, providerMessageIds: string[]): Promise<Set<string>> {
-    // Plain: also run outside a transaction, where a prepared statement would take a hot-pool connection of the send path.
-    const rows: Array<{ provider_message_id: string }> = await run(q, 
+  /** Outside a transaction on the bulk pool (never the send path's hot pool), or inside the inbound write's. */
+  async knownInboundIds(q: DataSource | BulkTransaction, providerMessageIds: string[]): Promise<Set<string>> {
+    const rows = await queryBulk<{ provider_message_id: string }>(
+      q,
+      "messaging.inbound.known",
       `SELECT provider_message_id FROM ${SCHEMA}.messages WHERE direction = 'inbound' AND provider_message_id = ANY($1::text[])`,
       [providerMessageIds],
     );

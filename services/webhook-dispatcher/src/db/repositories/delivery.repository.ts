@@ -1,4 +1,4 @@
-import { queryPrepared, type SqlRunner } from "@platform/db";
+import { queryBulk, queryPrepared, type SqlRunner } from "@platform/db";
 import type { DataSource } from "typeorm";
 import { WEBHOOK_DEACTIVATE_AFTER_FAILURES } from "@platform/contracts";
 
@@ -110,7 +110,7 @@ export class DeliveryRepository {
     lease: { busy: Map<string, number>; capacity: number; leaseMs: number },
   ): Promise<Array<{ jobId: string; eventId: string; webhookId: string; organizationId: string; attempt: number; leased: boolean; url: string; secret: string }>> {
     if (events.length === 0) return [];
-    return queryPrepared(
+    return queryBulk(
       this.db,
       "webhooks.ingest",
       `WITH input AS (
@@ -233,7 +233,7 @@ export class DeliveryRepository {
     // It was five round trips (BEGIN, four statements, COMMIT) per completed batch, each a socket write and a wake-up
     // on both sides. A retried job of a webhook this batch deactivates is dropped, not rescheduled (as before, when
     // the drop came after the retry); no row is changed twice in the statement.
-    const deactivated = await queryPrepared<{ id: string }>(
+    const deactivated = await queryBulk<{ id: string }>(
       this.db,
       "webhooks.complete",
       `WITH attempts AS (
