@@ -1,7 +1,7 @@
 import { expect } from "chai";
-import { Client } from "pg";
+import { Client, type PoolClient } from "pg";
 import type { DataSource } from "typeorm";
-import { openDatabase } from "@platform/db";
+import { BULK_CONNECTION_OPTIONS, BulkTransaction, openDatabase } from "@platform/db";
 import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
 import { ContactsRepository } from "../src/db/repositories/contacts.repository";
 import { definition } from "../src/service";
@@ -22,7 +22,8 @@ describe("resolve-many with names under stale statistics", () => {
     this.timeout(60_000);
     env = await createTestEnvironment("ctplan");
     ds = await openDatabase({ url: env.databaseUrl, schema: "contacts", entities: definition.entities, migrations: definition.migrations, poolSize: 2 });
-    client = new Client({ connectionString: env.databaseUrl });
+    // Planned as the bulk pool plans (once, no sequential scan), where the repository runs it (ADR 0013).
+    client = new Client({ connectionString: env.databaseUrl, options: BULK_CONNECTION_OPTIONS });
     await client.connect();
   });
   after(async () => {
@@ -40,7 +41,7 @@ describe("resolve-many with names under stale statistics", () => {
        SELECT 'ct' || n, 'org_a', '+1555' || lpad(n::text, 7, '0'), 'Name ' || n, '1555' || lpad(n::text, 7, '0') FROM generate_series(1, 3000) n`,
     );
     // The repository's statements on this one connection, in one transaction, so its index reads can be counted.
-    const repo = new ContactsRepository({ query: async (sql: string, params?: unknown[]) => (await client.query(sql, params)).rows } as unknown as DataSource);
+    const repo = new ContactsRepository(new BulkTransaction(client as unknown as PoolClient) as unknown as DataSource);
     await client.query("BEGIN");
     try {
       const known = [17, 500, 2999].map((n) => `+1555${String(n).padStart(7, "0")}`);

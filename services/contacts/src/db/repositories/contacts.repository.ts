@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from "typeorm";
+import { queryBulk } from "@platform/db";
 import { newId } from "@platform/id";
 
 export interface ContactRow {
@@ -119,16 +120,21 @@ export class ContactsRepository {
         if (waId?.trim()) waIdOf.set(p, waId);
       });
       // Known numbers with nothing new are neither written nor locked: one read answers them (the common case).
-      // Not on the hot pool (`queryPrepared`): its few connections are the send path's opt-out checks', and an
-      // inbound flood there made them wait into 503s.
-      rows = await this.db.query(
+      // Each number's row is read through the (organization, phone) key, one probe per number (a subquery per input
+      // row, which the planner cannot turn into a join over the organization's contacts): so the plan, made once on
+      // the bulk pool (ADR 0013), is the same whatever the statistics said then. Not on the hot pool
+      // (`queryPrepared`): its few connections are the send path's opt-out checks', and an inbound flood there made
+      // them wait into 503s.
+      rows = await queryBulk(
+        this.db,
+        "contacts.resolve-many.profiles",
         `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS t(phone, id, name, wa_id)),
          upserted AS (
            INSERT INTO contacts.contacts AS c (id, organization_id, phone, name, wa_id)
            SELECT i.id, $1, i.phone, i.name, i.wa_id FROM input i
-           WHERE NOT EXISTS (
-             SELECT 1 FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = ANY($2::text[]) AND e.phone = i.phone
-               AND (i.name IS NULL OR i.name = e.name) AND (i.wa_id IS NULL OR i.wa_id = e.wa_id))
+           -- Written unless a row with this number has this name and waId already (or none given); NULL: no row.
+           WHERE (SELECT (i.name IS NULL OR i.name = e.name) AND (i.wa_id IS NULL OR i.wa_id = e.wa_id)
+                    FROM contacts.contacts e WHERE e.organization_id = $1 AND e.phone = i.phone) IS NOT TRUE
            ORDER BY i.phone
            ON CONFLICT (organization_id, phone) DO UPDATE
              SET name = COALESCE(EXCLUDED.name, c.name),
@@ -141,7 +147,9 @@ export class ContactsRepository {
         [organizationId, unique, ids, unique.map((p) => nameOf.get(p) ?? null), unique.map((p) => waIdOf.get(p) ?? null)],
       );
     } else {
-      rows = await this.db.query(
+      rows = await queryBulk(
+        this.db,
+        "contacts.resolve-many",
         `WITH input AS (SELECT * FROM unnest($2::text[], $3::text[]) AS t(phone, id)),
          inserted AS (
            INSERT INTO contacts.contacts (id, organization_id, phone)
