@@ -167,7 +167,7 @@ export function poolWaiting(ds: DataSource): number {
 }
 
 /**
- * Settings of the bulk pool's connections (ADR 0011). Its statements are the pipeline's set-based writes: each reads
+ * Settings of the bulk pool's connections (ADR 0013). Its statements are the pipeline's set-based writes: each reads
  * its tables only through a key it is given (`= ANY($n)`, `unnest` joined on a primary or unique key), so ONE plan
  * fits every call, and planning it per execution cost a third of Postgres's time on the inbound and status paths
  * (`pg_stat_statements`: 0.2 to 0.45 ms per call for the large CTEs). So a statement is planned once per connection
@@ -237,6 +237,10 @@ export class BulkTransaction implements SqlRunner {
 export async function bulkTransaction<T>(ds: DataSource, fn: (tx: BulkTransaction) => Promise<T>): Promise<T> {
   const client = await bulkPoolOf(ds).connect();
   let broken: Error | undefined;
+  // The pool listens for errors of idle connections only: one lost while it is ours (the server restarted between two
+  // statements) would otherwise be an unhandled 'error' event, which ends the process.
+  const lost = (err: Error) => (broken = err);
+  client.on("error", lost);
   try {
     await client.query("BEGIN");
     const result = await fn(new BulkTransaction(client));
@@ -246,7 +250,8 @@ export async function bulkTransaction<T>(ds: DataSource, fn: (tx: BulkTransactio
     await client.query("ROLLBACK").catch((e: Error) => (broken = e));
     throw err;
   } finally {
-    // A connection whose transaction could not be ended is not given to anyone else.
+    client.removeListener("error", lost);
+    // A connection lost, or whose transaction could not be ended, is not given to anyone else.
     client.release(broken);
   }
 }

@@ -122,6 +122,28 @@ describe("db", () => {
     }
   });
 
+  it("a bulk transaction whose connection the server ends between two statements fails, the process lives on and the pool serves the next", async () => {
+    await ensureDatabase(url);
+    const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-bulk-lost" }).initialize();
+    try {
+      const failed = await bulkTransaction(ds, async (tx) => {
+        const [{ pid }] = await tx.query(`SELECT pg_backend_pid() AS pid`);
+        // The connection hears it is gone while no query of ours runs: its 'error' event, then 'end'.
+        const ended = new Promise<void>((resolve) => tx.client.once("end", () => resolve()));
+        await ds.query(`SELECT pg_terminate_backend($1)`, [pid]);
+        await Promise.race([ended, new Promise((r) => setTimeout(r, 5_000))]);
+        await tx.query(`SELECT 1`);
+      }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(failed, "the transaction reports the lost connection").to.be.instanceOf(Error);
+      expect(await bulkTransaction(ds, (tx) => tx.query(`SELECT 2 AS n`))).to.deep.equal([{ n: 2 }]);
+    } finally {
+      await ds.destroy();
+    }
+  });
+
   it("runs hot statements prepared, planned per execution, on a pool of their own; inside a transaction prepared on its connection", async () => {
     await ensureDatabase(url);
     const ds = await createDataSource({ url, schema: "public", entities: [], migrations: [], poolSize: 1, applicationName: "dbtest-hot" }).initialize();
