@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { Client, Pool, type PoolClient, type QueryResultRow } from "pg";
+import { Client, Pool, type PoolClient, type PoolConfig, type QueryResultRow } from "pg";
 import { DataSource, QueryFailedError, type EntitySchema, type MixedList } from "typeorm";
 
 export { DataSource } from "typeorm";
@@ -124,6 +124,33 @@ export interface SqlRunner {
   query(sql: string, params?: unknown[]): Promise<any>;
 }
 
+/**
+ * A pool of the DataSource's own for one kind of statement (`<applicationName>:<kind>` in `pg_stat_activity`), made on
+ * first use and ended with the DataSource.
+ */
+function ownPool(ds: DataSource, pools: WeakMap<DataSource, Pool>, kind: string, config: PoolConfig): Pool {
+  const existing = pools.get(ds);
+  if (existing) return existing;
+  const opts = ds.options as { url?: string; applicationName?: string };
+  const pool = new Pool({
+    connectionString: opts.url,
+    application_name: `${opts.applicationName ?? "service"}:${kind}`,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    ...config,
+  });
+  // An idle connection dropped by the server (restart, database dropped) is replaced on next use.
+  pool.on("error", () => undefined);
+  pools.set(ds, pool);
+  const destroy = ds.destroy.bind(ds);
+  ds.destroy = async () => {
+    pools.delete(ds);
+    await pool.end().catch(() => undefined);
+    return destroy();
+  };
+  return pool;
+}
+
 const hotPools = new WeakMap<DataSource, Pool>();
 
 /**
@@ -133,28 +160,7 @@ const hotPools = new WeakMap<DataSource, Pool>();
  * (`CONNECTION_OPTIONS`). Ended with the DataSource.
  */
 function hotPoolOf(ds: DataSource): Pool {
-  let pool = hotPools.get(ds);
-  if (pool) return pool;
-  const opts = ds.options as { url?: string; applicationName?: string };
-  pool = new Pool({
-    connectionString: opts.url,
-    max: 4,
-    application_name: `${opts.applicationName ?? "service"}:hot`,
-    options: CONNECTION_OPTIONS,
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
-  });
-  // An idle connection dropped by the server (restart, database dropped) is replaced on next use.
-  pool.on("error", () => undefined);
-  hotPools.set(ds, pool);
-  const destroy = ds.destroy.bind(ds);
-  const hot = pool;
-  ds.destroy = async () => {
-    hotPools.delete(ds);
-    await hot.end().catch(() => undefined);
-    return destroy();
-  };
-  return pool;
+  return ownPool(ds, hotPools, "hot", { max: 4, options: CONNECTION_OPTIONS });
 }
 
 /**
@@ -184,28 +190,7 @@ const bulkPools = new WeakMap<DataSource, Pool>();
 
 /** The DataSource's bulk pool (`BULK_CONNECTION_OPTIONS`), made on first use and ended with the DataSource. */
 function bulkPoolOf(ds: DataSource): Pool {
-  let pool = bulkPools.get(ds);
-  if (pool) return pool;
-  const opts = ds.options as { url?: string; applicationName?: string };
-  pool = new Pool({
-    connectionString: opts.url,
-    max: BULK_POOL_SIZE,
-    application_name: `${opts.applicationName ?? "service"}:bulk`,
-    options: BULK_CONNECTION_OPTIONS,
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
-    maxLifetimeSeconds: BULK_CONNECTION_LIFETIME_S,
-  });
-  pool.on("error", () => undefined);
-  bulkPools.set(ds, pool);
-  const destroy = ds.destroy.bind(ds);
-  const bulk = pool;
-  ds.destroy = async () => {
-    bulkPools.delete(ds);
-    await bulk.end().catch(() => undefined);
-    return destroy();
-  };
-  return pool;
+  return ownPool(ds, bulkPools, "bulk", { max: BULK_POOL_SIZE, options: BULK_CONNECTION_OPTIONS, maxLifetimeSeconds: BULK_CONNECTION_LIFETIME_S });
 }
 
 /** A transaction on a bulk pool connection (`bulkTransaction`): raw SQL like an EntityManager, errors as TypeORM's. */
