@@ -193,24 +193,28 @@ function bulkPoolOf(ds: DataSource): Pool {
   return ownPool(ds, bulkPools, "bulk", { max: BULK_POOL_SIZE, options: BULK_CONNECTION_OPTIONS, maxLifetimeSeconds: BULK_CONNECTION_LIFETIME_S });
 }
 
+/**
+ * The rows of a pg query, its failure reported as TypeORM reports one (`QueryFailedError`, the SQLSTATE in `code` and
+ * `driverError.code`), so callers read it with `sqlState` whichever pool ran it.
+ */
+async function rowsAsTypeOrm<T>(text: string, values: unknown[] | undefined, run: () => Promise<{ rows: T[] }>): Promise<T[]> {
+  try {
+    return (await run()).rows;
+  } catch (err) {
+    throw new QueryFailedError(text, values, err as Error);
+  }
+}
+
 /** A transaction on a bulk pool connection (`bulkTransaction`): raw SQL like an EntityManager, errors as TypeORM's. */
 export class BulkTransaction implements SqlRunner {
   constructor(readonly client: PoolClient) {}
 
-  async query(sql: string, params?: unknown[]): Promise<any[]> {
-    try {
-      return (await this.client.query(sql, params)).rows;
-    } catch (err) {
-      throw new QueryFailedError(sql, params, err as Error);
-    }
+  query(sql: string, params?: unknown[]): Promise<any[]> {
+    return rowsAsTypeOrm(sql, params, () => this.client.query(sql, params));
   }
 
-  async prepared<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
-    try {
-      return (await this.client.query<T & QueryResultRow>({ name, text, values })).rows;
-    } catch (err) {
-      throw new QueryFailedError(text, values, err as Error);
-    }
+  prepared<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
+    return rowsAsTypeOrm(text, values, () => this.client.query<T & QueryResultRow>({ name, text, values }));
   }
 }
 
@@ -247,11 +251,7 @@ export async function bulkTransaction<T>(ds: DataSource, fn: (tx: BulkTransactio
  */
 export async function queryBulk<T = any>(q: DataSource | BulkTransaction, name: string, text: string, values: unknown[]): Promise<T[]> {
   if (q instanceof BulkTransaction) return q.prepared<T>(name, text, values);
-  try {
-    return (await bulkPoolOf(q).query<T & QueryResultRow>({ name, text, values })).rows;
-  } catch (err) {
-    throw new QueryFailedError(text, values, err as Error);
-  }
+  return rowsAsTypeOrm(text, values, () => bulkPoolOf(q).query<T & QueryResultRow>({ name, text, values }));
 }
 
 /**
@@ -270,12 +270,7 @@ export async function queryPrepared<T = any>(q: SqlRunner, name: string, text: s
   const runner = (q as { queryRunner?: { databaseConnection?: unknown; isReleased?: boolean } }).queryRunner;
   const client = runner?.databaseConnection as { query?: (config: { name: string; text: string; values: unknown[] }) => Promise<{ rows: T[] }> } | undefined;
   if (client && typeof client.query === "function" && !runner!.isReleased) {
-    try {
-      return (await client.query({ name, text, values })).rows;
-    } catch (err) {
-      // As TypeORM reports it (callers read the SQLSTATE with `sqlState`).
-      throw new QueryFailedError(text, values, err as Error);
-    }
+    return rowsAsTypeOrm(text, values, () => client.query!({ name, text, values }));
   }
   return rowsOf<T>(await q.query(text, values));
 }
