@@ -26,7 +26,7 @@ import { cpus, loadavg } from "node:os";
 import path from "node:path";
 import { Client } from "pg";
 import { Bus } from "@platform/bus";
-import { STREAMS, SUBJECTS } from "@platform/contracts";
+import { SUBJECTS } from "@platform/contracts";
 import { createLogger } from "@platform/logging";
 import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
@@ -168,12 +168,6 @@ export async function run(): Promise<string> {
       const { rows } = await db.query(`SELECT count(*)::int AS n FROM messaging.service_windows`);
       if (rows[0].n >= singles.length) break;
       if (Date.now() - start > 60_000) throw new Error("service windows not opened");
-      await sleep(200);
-    }
-    for (const start = Date.now(); ; ) {
-      const info = await bus.jsm.consumers.info(bus.streamName(STREAMS.events), "contacts-keyword-opt-outs").catch(() => undefined);
-      if (info && info.num_pending === 0 && info.num_ack_pending === 0) break;
-      if (Date.now() - start > 60_000) break;
       await sleep(200);
     }
     // Warm the send paths (JIT, pools) with a small job and a few single sends, then forget them.

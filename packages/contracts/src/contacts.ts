@@ -14,6 +14,25 @@ export const E164 = z.string().regex(/^\+[1-9]\d{1,14}$/, "must be E.164 (normal
  * `contactIds` in the order of `phones`. At most 10,000 numbers per request,
  * so the answer stays far below NATS' 1 MB payload limit.
  */
+/**
+ * Trimmed texts longer than this are never sent for keyword matching (`inbound` below): every keyword is at most 64
+ * characters (the admin API's limit), and Unicode normalization can shorten a text by a few characters, not by this many.
+ */
+export const KEYWORD_CANDIDATE_MAX_LENGTH = 256;
+
+/**
+ * An inbound message of the batch, for keyword opt-outs (contacts owns the keyword lists and the opt-outs):
+ * `key` is the provider's message id, so a redelivered message opts nobody out twice.
+ */
+export const InboundForKeywords = z.object({
+  key: z.string().min(1).max(512),
+  messagingChannelId: z.string().min(1),
+  phone: E164,
+  type: z.string(),
+  text: z.string().max(KEYWORD_CANDIDATE_MAX_LENGTH).nullable(),
+});
+export type InboundForKeywords = z.infer<typeof InboundForKeywords>;
+
 export const ResolveContactsRequest = z
   .object({
     organizationId: z.string(),
@@ -24,6 +43,11 @@ export const ResolveContactsRequest = z
      */
     names: z.array(z.string().nullable()).max(10_000).optional(),
     waIds: z.array(z.string().nullable()).max(10_000).optional(),
+    /**
+     * Optional (inbound batches): the batch's new inbound messages whose text may be a keyword. Contacts applies the
+     * keyword opt-outs they trigger before answering (ADR 0014), after their senders' contacts exist.
+     */
+    inbound: z.array(InboundForKeywords).max(10_000).optional(),
   })
   .refine((r) => (r.names === undefined || r.names.length === r.phones.length) && (r.waIds === undefined || r.waIds.length === r.phones.length), {
     message: "names and waIds must be aligned with phones",

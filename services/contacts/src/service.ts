@@ -2,7 +2,7 @@ import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import { Router } from "express";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeChannelUpserted } from "./bus/consumers/sys.channel.upserted.consumer";
-import { consumeMessageReceived } from "./bus/consumers/evt.message.received.consumer";
+import { retireKeywordConsumer } from "./bus/consumers/retired";
 import { consumeOrganizationUpserted } from "./bus/consumers/sys.organization.upserted.consumer";
 import { serveResponders } from "./bus/responders";
 import { entities } from "./db/entities";
@@ -39,7 +39,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     serveResponders(ctx);
     await consumeOrganizationUpserted(ctx);
     await consumeChannelUpserted(ctx);
-    await consumeMessageReceived(ctx);
+    await retireKeywordConsumer(ctx);
     return [];
   },
 };

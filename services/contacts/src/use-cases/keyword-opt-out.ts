@@ -1,4 +1,4 @@
-import { DEFAULT_OPT_OUT_KEYWORDS, normalizePhone, type EventData } from "@platform/contracts";
+import { DEFAULT_OPT_OUT_KEYWORDS, normalizePhone, type InboundForKeywords } from "@platform/contracts";
 import { PermanentError } from "@platform/bus";
 import type { ContactsContext } from "./context";
 import { activateOptOut } from "./opt-outs";
@@ -75,30 +75,31 @@ export class KeywordCache {
 }
 
 /**
- * An inbound message: a text that is exactly an opt-out keyword opts the
- * sender out of the channel it arrived on. Button replies never do (they go
- * to the integrator's own handling). A redelivered message changes nothing.
+ * The keyword opt-outs of an inbound batch (ADR 0014), asked by messaging with the batch's contacts: a text that is
+ * exactly one of the organization's keywords opts its sender out of the channel it arrived on. Button replies never do
+ * (they go to the integrator's own handling). A message is acted upon once (its key, the provider's message id, is
+ * claimed in the same transaction), so a redelivered message changes nothing, even after a later clear.
+ * Returns the opt-outs made.
  */
-export async function handleInboundMessage(
+export async function applyKeywordOptOuts(
   ctx: ContactsContext,
   organizationId: string,
-  data: EventData<"message.received">,
-): Promise<{ optOutId: string; keyword: string } | null> {
-  if (data.type !== "text" || typeof data.text !== "string") return null;
-  const keyword = matchOptOutKeyword(data.text, await keywordsOf(ctx, organizationId));
-  if (!keyword) return null;
-  const phone = normalizePhone(data.phone);
-  if (!phone) throw new PermanentError(`message ${data.messageId}: phone is not E.164`);
-  return ctx.db.transaction(async (manager) => {
-    if (!(await ctx.keywordMessages.claim(manager, organizationId, data.messageId))) return null;
-    const record = await activateOptOut(ctx, manager, {
-      organizationId,
-      messagingChannelId: data.messagingChannelId,
-      phone,
-      source: "keyword",
-      keyword,
-      reason: null,
+  inbound: readonly InboundForKeywords[],
+): Promise<Array<{ optOutId: string; keyword: string }>> {
+  const texts = inbound.filter((m) => m.type === "text" && typeof m.text === "string");
+  if (texts.length === 0) return [];
+  const keywords = await keywordsOf(ctx, organizationId);
+  const made: Array<{ optOutId: string; keyword: string }> = [];
+  for (const m of texts) {
+    const keyword = matchOptOutKeyword(m.text!, keywords);
+    if (!keyword) continue;
+    const phone = normalizePhone(m.phone);
+    if (!phone) throw new PermanentError(`message ${m.key}: phone is not E.164`);
+    const record = await ctx.db.transaction(async (manager) => {
+      if (!(await ctx.keywordMessages.claim(manager, organizationId, m.key))) return null;
+      return activateOptOut(ctx, manager, { organizationId, messagingChannelId: m.messagingChannelId, phone, source: "keyword", keyword, reason: null });
     });
-    return { optOutId: record.id, keyword };
-  });
+    if (record) made.push({ optOutId: record.id, keyword });
+  }
+  return made;
 }

@@ -1,6 +1,7 @@
-import { normalizePhone } from "@platform/contracts";
+import { normalizePhone, type InboundForKeywords } from "@platform/contracts";
 import { PermanentError } from "@platform/bus";
 import type { ContactsContext } from "./context";
+import { applyKeywordOptOuts } from "./keyword-opt-out";
 
 /** A request no retry can fix, answered over the bus as VALIDATION_ERROR. */
 export class InvalidRequestError extends PermanentError {
@@ -21,10 +22,16 @@ export async function resolveContact(
   return ctx.contacts.resolve(req.organizationId, phone, { name: req.name, waId: req.waId });
 }
 
-/** Contacts of many E.164 numbers at once (template jobs, inbound batches with names and waIds), in the order given. */
+/**
+ * Contacts of many E.164 numbers at once (template jobs, inbound batches with names and waIds), in the order given.
+ * An inbound batch's keyword opt-outs are applied before the answer, once the senders' contacts exist (ADR 0014):
+ * when messaging stores the messages, and long before the integrator hears of them, their senders are opted out.
+ */
 export async function resolveContacts(
   ctx: ContactsContext,
-  req: { organizationId: string; phones: string[]; names?: Array<string | null>; waIds?: Array<string | null> },
+  req: { organizationId: string; phones: string[]; names?: Array<string | null>; waIds?: Array<string | null>; inbound?: InboundForKeywords[] },
 ): Promise<{ contactIds: string[]; created: number }> {
-  return ctx.contacts.resolveMany(req.organizationId, req.phones, { names: req.names, waIds: req.waIds });
+  const resolved = await ctx.contacts.resolveMany(req.organizationId, req.phones, { names: req.names, waIds: req.waIds });
+  if (req.inbound?.length) await applyKeywordOptOuts(ctx, req.organizationId, req.inbound);
+  return resolved;
 }

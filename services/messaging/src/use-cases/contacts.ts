@@ -1,4 +1,4 @@
-import { CONTACTS_RPC, RPC } from "@platform/contracts";
+import { CONTACTS_RPC, RPC, type InboundForKeywords } from "@platform/contracts";
 import { ApiError } from "@platform/http";
 import type { Bus } from "@platform/bus";
 import { Batcher } from "@platform/runtime";
@@ -75,7 +75,14 @@ export class ContactResolver {
   }
 }
 
-type ResolveInput = { organizationId: string; phones: string[]; names: Array<string | null>; waIds: Array<string | null> };
+type ResolveInput = {
+  organizationId: string;
+  phones: string[];
+  names: Array<string | null>;
+  waIds: Array<string | null>;
+  /** The batch's new inbound messages, for keyword opt-outs (ADR 0014). */
+  inbound?: InboundForKeywords[];
+};
 
 /** One grouping resolver per bus (the bus is per process). */
 /** Each batch's ids, or the error of its own request. */
@@ -90,7 +97,8 @@ const MAX_GROUPED_PHONES = 5_000;
  * one organization resolved concurrently go in one request (`Batcher`: those
  * of one event-loop turn, then those arriving while a request is in flight),
  * their phones in arrival order, so a later batch's name of a number is kept
- * as if they had gone one after the other. If a grouped request fails, each
+ * as if they had gone one after the other. The keyword opt-outs of their
+ * inbound messages are applied by contacts before it answers. If a grouped request fails, each
  * batch is asked alone, so one batch's failure never fails the others.
  * Throws the bus error (the caller's batch is redelivered).
  */
@@ -98,6 +106,7 @@ export async function resolveContacts(bus: Bus, input: ResolveInput): Promise<Ma
   let resolver = resolvers.get(bus);
   if (!resolver) {
     const ask = async (items: ResolveInput[]): Promise<string[][]> => {
+      const inbound = items.flatMap((i) => i.inbound ?? []);
       const answer = await bus.request(
         CONTACTS_RPC.resolveContacts,
         {
@@ -105,6 +114,7 @@ export async function resolveContacts(bus: Bus, input: ResolveInput): Promise<Ma
           phones: items.flatMap((i) => i.phones),
           names: items.flatMap((i) => i.names),
           waIds: items.flatMap((i) => i.waIds),
+          ...(inbound.length ? { inbound } : {}),
         },
         { timeoutMs: TIMEOUT_MS },
       );

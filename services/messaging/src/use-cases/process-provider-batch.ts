@@ -1,5 +1,6 @@
 import { enqueue, outboxOrigin, PermanentError, type OutboxMessage, type OutboxOrigin } from "@platform/bus";
 import {
+  KEYWORD_CANDIDATE_MAX_LENGTH,
   normalizePhone,
   ProviderMessagesValue,
   ProviderWebhookBody,
@@ -95,6 +96,12 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
     phones: senders.map(([phone]) => phone),
     names: senders.map(([, m]) => profiles.get(m.from) ?? (value.contacts?.length === 1 ? value.contacts[0].profile?.name : undefined) ?? null),
     waIds: senders.map(([, m]) => m.from.replace(/[^\d]/g, "")),
+    // Contacts applies keyword opt-outs before answering (ADR 0014): only a text can be one, and only a short one.
+    inbound: fresh.flatMap(({ m, phone }) => {
+      const text = m.type === "text" ? m.text?.body.trim() : undefined;
+      if (!text || text.length > KEYWORD_CANDIDATE_MAX_LENGTH) return [];
+      return [{ key: m.id, messagingChannelId: channel.id, phone, type: m.type, text }];
+    }),
   });
 
   // Each batch's events carry its own request id and trace, though written together with other batches' (group commit).
