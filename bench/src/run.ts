@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 
 type Bench = { run(): Promise<string> };
-const KNOWN = ["gateway", "messages", "contacts", "webhooks", "template-yield", "throttle-recovery", "analytics", "template-jobs", "overload", "inbound", "dispatcher-cpu"];
+const KNOWN = ["gateway", "messages", "contacts", "webhooks", "template-yield", "throttle-recovery", "analytics", "template-jobs", "overload", "inbound", "dispatcher-cpu", "floor"];
 
 async function main(): Promise<void> {
   const available = KNOWN.filter((n) => existsSync(path.join(__dirname, `${n}.js`)));
