@@ -105,7 +105,7 @@ const noRoute = (req: IncomingMessage, path: string) => new ApiError("NOT_FOUND"
  * same mapping (`toApiError`): Postgres or NATS being down (a cold key cache
  * cannot verify a key without the database) is 503 SERVICE_UNAVAILABLE.
  */
-function sendError(res: ServerResponse, err: unknown, log: Logger, path: string): void {
+export function sendError(res: ServerResponse, err: unknown, log: Logger, path: string): void {
   const apiError = toApiError(err, log, { requestId: res.getHeader("X-Request-Id"), path });
   if (res.headersSent) {
     res.end();

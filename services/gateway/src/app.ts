@@ -21,7 +21,7 @@ import { registerConsoleApi } from "./routes/console_api";
 import { registerConsoleApp } from "./routes/console_app";
 import { registerConsoleSession, registerConsoleSignOut } from "./routes/console_session";
 import { registerOpenApi } from "./routes/openapi";
-import { registerProviderWebhooks } from "./routes/provider_webhooks";
+import { createProviderFront, isPlainProviderPost, registerProviderWebhooks } from "./routes/provider_webhooks";
 import { ApiKeys } from "./use-cases/api-keys";
 import { ConsoleSessions } from "./use-cases/console-sessions";
 import { ConsoleUsers } from "./use-cases/console-users";
@@ -41,9 +41,9 @@ export interface GatewayDeps {
 }
 
 export interface Gateway {
-  /** The server's request listener: `/api/v1/*` to the node:http front, the rest to `app`. */
+  /** The server's request listener: `/api/v1/*` and the provider's plain batches to their node:http fronts, the rest to `app`. */
   listener: RequestListener;
-  /** Express: probes, metrics, OpenAPI, provider webhooks, the admin API and the 404 envelope. */
+  /** Express: probes, metrics, OpenAPI, the provider's handshake (and its batches sent otherwise), the admin API and the 404 envelope. */
   app: Express;
   cache: AuthCache;
   limiter: RateLimiter;
@@ -203,8 +203,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     routes: ROUTES.flatMap((r) => r.api.map((prefix) => ({ prefix, proxy: proxies.get(r.name)! }))),
   });
 
+  // --- POST /provider/webhooks -------------------------------------------
+  const providerFront = createProviderFront({ bus, appSecret: env.PROVIDER_APP_SECRET, log, metrics });
+
   return {
-    listener: (req, res) => (isApiPath(req.url) ? apiFront(req, res) : app(req, res)),
+    listener: (req, res) => (isApiPath(req.url) ? apiFront(req, res) : isPlainProviderPost(req) ? providerFront(req, res) : app(req, res)),
     app,
     cache,
     limiter,

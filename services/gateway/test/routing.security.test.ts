@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import request from "supertest";
 import { collectSubject, eventually } from "@platform/testing";
@@ -151,6 +152,57 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await eventually(() => seen.received.length >= 2);
     expect(seen.received.map((m) => m.data.body)).to.deep.equal([body, marker]);
     await seen.close();
+  });
+});
+
+describe("gateway: the provider's batches on their node:http front answer as express did", () => {
+  const h = new GatewayHarness();
+  const sign = (raw: string | Buffer) => "sha256=" + createHmac("sha256", "dev-app-secret").update(raw).digest("hex");
+  before(async () => {
+    await h.start({});
+  });
+  after(async () => {
+    await h.stop();
+  });
+
+  it("every spelling, encoding and failure of a batch: the same status, envelope and stored bodies on the front and on express", async () => {
+    const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
+    const body = (tag: string) => JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: tag, changes: [] }] });
+    // The front takes `/provider/webhooks` exactly; express takes the other spellings and encoded bodies.
+    const plain = body("plain");
+    const res = await request(h.url).post("/provider/webhooks?x=1").set("Content-Type", "application/json").set("X-Request-Id", "prov-7").set("X-Hub-Signature-256", sign(plain)).send(plain).expect(200);
+    expect(res.body).to.deep.equal({ received: true });
+    expect(res.headers["content-type"]).to.equal("application/json; charset=utf-8");
+    expect(res.headers["x-request-id"]).to.equal("prov-7");
+    const slash = body("slash");
+    await request(h.url).post("/Provider/Webhooks/").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(slash)).send(slash).expect(200);
+    const gz = body("gzip");
+    await request(h.url).post("/provider/webhooks").set("Content-Type", "application/octet-stream").set("Content-Encoding", "gzip").set("X-Hub-Signature-256", sign(gz)).send(gzipSync(gz)).expect(200);
+    // Any content type is a batch (the network's is application/json, but the signature is what counts).
+    const text = body("text");
+    await request(h.url).post("/provider/webhooks").set("Content-Type", "text/plain").set("X-Hub-Signature-256", sign(text)).send(text).expect(200);
+
+    for (const path of ["/provider/webhooks", "/provider/webhooks/"]) {
+      const bad = await request(h.url).post(path).set("Content-Type", "application/json").set("X-Hub-Signature-256", sign("other")).send(plain).expect(401);
+      expect(bad.body.error.code).to.equal("UNAUTHORIZED");
+      expect(bad.headers["x-request-id"]).to.be.a("string");
+      const notJson = "{not json";
+      expect((await request(h.url).post(path).set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(notJson)).send(notJson).expect(400)).body.error.code).to.equal("INVALID_JSON");
+      const large = JSON.stringify({ object: "x", entry: [], pad: "x".repeat(1_100_000) });
+      expect((await request(h.url).post(path).set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(large)).send(large).expect(413)).body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+      const empty = await request(h.url).post(path).set("X-Hub-Signature-256", sign("")).expect(400);
+      expect(empty.body.error.code).to.equal("INVALID_JSON");
+    }
+    await eventually(() => seen.received.length >= 4);
+    expect(seen.received.map((m) => m.data.body).sort()).to.deep.equal([plain, slash, gz, text].sort());
+    await seen.close();
+  });
+
+  it("counts the front's answers in the metrics under the route's name", async () => {
+    const ok = JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "metrics", changes: [] }] });
+    await request(h.url).post("/provider/webhooks").set("X-Hub-Signature-256", sign(ok)).send(ok).expect(200);
+    const metrics = await request(h.url).get("/metrics").expect(200);
+    expect(metrics.text).to.match(/http_request_duration_seconds_count\{[^}]*route="\/provider\/webhooks"[^}]*status="200"/);
   });
 });
 
