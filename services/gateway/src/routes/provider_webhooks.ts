@@ -16,6 +16,13 @@ export function verifyProviderSignature(rawBody: Buffer, header: string | undefi
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+const PROVIDER_WEBHOOKS = "/provider/webhooks";
+/** The contract's limit outside /templates/send, and what the bus stores. */
+const BODY_LIMIT = "1mb";
+const RECEIVED = { received: true };
+const RECEIVED_BODY = JSON.stringify(RECEIVED);
+const JSON_TYPE = "application/json; charset=utf-8";
+
 /**
  * The provider's inbound webhooks. A batch is answered 200 only once it is
  * stored in JetStream (the PROVIDER_INBOUND stream: `provider.messages.v1` for
@@ -26,7 +33,7 @@ export function verifyProviderSignature(rawBody: Buffer, header: string | undefi
  * (the contract's limit outside /templates/send, and what the bus stores).
  */
 export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSecret: string; verifyToken: string; log: Logger }): void {
-  router.get("/provider/webhooks", (req, res) => {
+  router.get(PROVIDER_WEBHOOKS, (req, res) => {
     const mode = req.query["hub.mode"];
     const token = req.query["hub.verify_token"];
     const challenge = req.query["hub.challenge"];
@@ -44,12 +51,6 @@ export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSe
     res.status(200).json(RECEIVED);
   });
 }
-
-const PROVIDER_WEBHOOKS = "/provider/webhooks";
-/** The contract's limit outside /templates/send, and what the bus stores. */
-const BODY_LIMIT = "1mb";
-const RECEIVED = { received: true };
-const RECEIVED_BODY = JSON.stringify(RECEIVED);
 
 /**
  * Checks the signature of one provider batch and stores it in JetStream; throws the ApiError to answer otherwise.
@@ -123,8 +124,6 @@ export function createProviderFront(deps: { bus: Bus; appSecret: string; log: Lo
     }).catch((err: unknown) => sendError(res, err, log, PROVIDER_WEBHOOKS));
   };
 }
-
-const JSON_TYPE = "application/json; charset=utf-8";
 
 function drained(req: IncomingMessage): Promise<void> {
   if (req.complete || req.destroyed) return Promise.resolve();
