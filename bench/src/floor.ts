@@ -63,7 +63,8 @@ export async function run(): Promise<string> {
   const dbName = new URL(env.databaseUrl).pathname.slice(1);
   const nc = await connect({ servers: env.natsUrl });
   const jsm = await nc.jetstreamManager();
-  const stream = `FLOOR_${env.namespace}`.toUpperCase();
+  // Named as the namespace's streams are, so that the environment's cleanup deletes it.
+  const stream = `${env.namespace}_FLOOR`.toUpperCase();
   const subject = `floor.${env.namespace}.events`;
   // As the platform's event streams: file storage, limits retention, a duplicate window for the Nats-Msg-Id.
   await jsm.streams.add({ name: stream, subjects: [subject], storage: StorageType.File, retention: RetentionPolicy.Limits, duplicate_window: 120 * 1e9 });
@@ -112,8 +113,6 @@ export async function run(): Promise<string> {
     progress(`${hop}: ${done} done, ${Object.entries(cost).map(([k, v]) => `${k} ${v.toFixed(3)}`).join(", ")} ms/op`);
     return { hop, per, cost, done };
   };
-  const startClient = role;
-
   const rows: Row[] = [];
   let reference = NaN;
   try {
@@ -139,7 +138,7 @@ export async function run(): Promise<string> {
       rows.push(
         await measure(`HTTP POST, keep-alive (undici → node:http), bursts of ${burst}`, "request", { server }, {
           name: "client",
-          start: () => startClient("http-client", [`http://127.0.0.1:${port}`, RATE, SECONDS, burst]),
+          start: () => role("http-client", [`http://127.0.0.1:${port}`, RATE, SECONDS, burst]),
         }, [], burst === 8),
       );
     }
@@ -151,16 +150,16 @@ export async function run(): Promise<string> {
       rows.push(
         await measure(`JetStream message: publish + ack, deliver + ack (bursts of ${burst})`, "message", { consumer: sub }, {
           name: "publisher",
-          start: () => startClient("js-pub", [env.natsUrl, subject, RATE, SECONDS, burst]),
+          start: () => role("js-pub", [env.natsUrl, subject, RATE, SECONDS, burst]),
         }, ["consumer"]),
       );
     }
 
     const responder = role("req-server", [env.natsUrl, `floor.${env.namespace}.rpc`]);
-    rows.push(await measure("NATS request/reply", "request", { responder }, { name: "requester", start: () => startClient("req-client", [env.natsUrl, `floor.${env.namespace}.rpc`, RATE, SECONDS]) }));
+    rows.push(await measure("NATS request/reply", "request", { responder }, { name: "requester", start: () => role("req-client", [env.natsUrl, `floor.${env.namespace}.rpc`, RATE, SECONDS]) }));
 
     for (const n of [1, 6]) {
-      rows.push(await measure(`Postgres transaction: BEGIN, one INSERT of ${n} row${n > 1 ? "s" : ""}, COMMIT`, "transaction", {}, { name: "client", start: () => startClient("pg-tx", [env.databaseUrl, RATE, SECONDS, n]) }));
+      rows.push(await measure(`Postgres transaction: BEGIN, one INSERT of ${n} row${n > 1 ? "s" : ""}, COMMIT`, "transaction", {}, { name: "client", start: () => role("pg-tx", [env.databaseUrl, RATE, SECONDS, n]) }));
     }
   } finally {
     for (const c of procs) c.kill("SIGTERM");
