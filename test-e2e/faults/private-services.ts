@@ -1,14 +1,23 @@
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { freePort, reachable } from "@platform/stack";
 
 /**
  * A PostgreSQL and a NATS server of the fault suite's own, on free ports and
  * in temporary folders, so the suite can kill and restart them without
  * touching the machine's shared servers (other test runs use those).
+ *
+ * Every command runs asynchronously: the suite's webhook receivers and the
+ * provider simulator live in this process, and a synchronous `pg_ctl -w`
+ * stopped them answering for as long as Postgres took to restart. On a busy
+ * machine that passed the dispatcher's attempt timeout ten times in a row, so
+ * the receivers' webhooks were deactivated (as the contract says) and every
+ * later event was never delivered.
  */
+const exec = promisify(execFile);
 const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs = 30_000) => {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -36,23 +45,23 @@ export class PrivatePostgres {
   }
 
   /** initdb as the `postgres` user when run as root (Postgres refuses to run as root). */
-  private static run(cmd: string, args: string[]): void {
+  private static async run(cmd: string, args: string[]): Promise<void> {
     const asRoot = process.getuid?.() === 0;
-    execFileSync(asRoot ? "runuser" : cmd, asRoot ? ["-u", "postgres", "--", cmd, ...args] : args, { stdio: "pipe" });
+    await exec(asRoot ? "runuser" : cmd, asRoot ? ["-u", "postgres", "--", cmd, ...args] : args);
   }
 
   static async start(): Promise<PrivatePostgres> {
     const dir = mkdtempSync(path.join(tmpdir(), "faults-pg-"));
-    if (process.getuid?.() === 0) execFileSync("chown", ["-R", "postgres:postgres", dir]);
+    if (process.getuid?.() === 0) await exec("chown", ["-R", "postgres:postgres", dir]);
     const pg = new PrivatePostgres(dir, await freePort());
-    PrivatePostgres.run(path.join(postgresBin(), "initdb"), ["-D", path.join(dir, "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8"]);
+    await PrivatePostgres.run(path.join(postgresBin(), "initdb"), ["-D", path.join(dir, "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8"]);
     await pg.up();
-    execFileSync("psql", ["-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "-c", "CREATE DATABASE faults"], { stdio: "pipe" });
+    await exec("psql", ["-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "-c", "CREATE DATABASE faults"]);
     return pg;
   }
 
   private async up(): Promise<void> {
-    PrivatePostgres.run(path.join(postgresBin(), "pg_ctl"), [
+    await PrivatePostgres.run(path.join(postgresBin(), "pg_ctl"), [
       "-D", path.join(this.dir, "data"),
       "-l", path.join(this.dir, "log"),
       "-o", `-p ${this.port} -c listen_addresses=127.0.0.1 -k ${this.dir} -c max_connections=300 -c fsync=off`,
@@ -63,13 +72,13 @@ export class PrivatePostgres {
 
   /** Stops it as a crash would (`immediate`: no checkpoint, clients cut), then starts it again. */
   async restart(): Promise<void> {
-    PrivatePostgres.run(path.join(postgresBin(), "pg_ctl"), ["-D", path.join(this.dir, "data"), "-m", "immediate", "-w", "stop"]);
+    await PrivatePostgres.run(path.join(postgresBin(), "pg_ctl"), ["-D", path.join(this.dir, "data"), "-m", "immediate", "-w", "stop"]);
     await this.up();
   }
 
   async stop(): Promise<void> {
     try {
-      PrivatePostgres.run(path.join(postgresBin(), "pg_ctl"), ["-D", path.join(this.dir, "data"), "-m", "immediate", "-w", "stop"]);
+      await PrivatePostgres.run(path.join(postgresBin(), "pg_ctl"), ["-D", path.join(this.dir, "data"), "-m", "immediate", "-w", "stop"]);
     } finally {
       rmSync(this.dir, { recursive: true, force: true });
     }
