@@ -100,7 +100,8 @@ export interface PublishItem {
   subject: string;
   /** The JSON text, or a value to serialize. */
   payload: unknown;
-  msgId: string;
+  /** `Nats-Msg-Id`: a repeat inside the stream's duplicate window is dropped. */
+  msgId?: string;
   headers?: Record<string, string>;
   trace?: Context;
 }
@@ -271,33 +272,22 @@ export class Bus {
    * Publishes to JetStream; `msgId` makes a repeat inside the duplicate window a no-op.
    * Inside a request context the request id goes along as the `X-Request-Id` header.
    * The trace context (`trace`, else the current request's) goes along as
-   * `traceparent`, under a producer span when tracing is on.
+   * `traceparent`, under a producer span when tracing is on. A batch of one
+   * (`publishBatch`): the acknowledgement comes back on the bus's shared inbox, not through
+   * `js.publish`'s own request (the gateway publishes every provider batch this way).
    */
   async publish(subject: string, payload: unknown, opts: { msgId?: string; headers?: Record<string, string>; trace?: Context } = {}): Promise<void> {
-    const data = typeof payload === "string" ? encoder.encode(payload) : encoder.encode(JSON.stringify(payload));
-    let hdrs: ReturnType<typeof natsHeaders> | undefined;
-    const set = (k: string, v: string) => (hdrs ??= natsHeaders()).set(k, v);
-    const given = opts.headers ?? contextHeaders();
-    if (given) for (const k in given) set(k, given[k]);
-    const t = natsSpan("publish", this.subject(subject), SpanKind.PRODUCER, opts.trace ?? currentRequestContext()?.trace, opts.msgId);
-    injectTrace(t.context, set);
-    try {
-      await this.js.publish(this.subject(subject), data, { msgID: opts.msgId, headers: hdrs });
-    } catch (err) {
-      endSpan(t.span, err);
-      throw err;
-    }
-    endSpan(t.span);
+    await this.publishBatch([{ subject, payload, msgId: opts.msgId, headers: opts.headers, trace: opts.trace }]);
   }
 
   /**
    * Publishes many messages to JetStream at once, each with its `msgId` (a repeat inside the duplicate window is a
    * no-op), in the given order on the connection; resolves when the stream has acknowledged every one, rejects when
    * one is refused or not acknowledged within the JetStream timeout (5 s; the caller publishes them all again: same
-   * ids). Unlike `publish` (a `js.publish`, i.e. one core request each: its own reply muxing, timer and promise
-   * chain, and a NatsError with a stack trace built at every successful answer in nats.js 2.29 `RequestOne.cancel`),
-   * the acknowledgements come back on one wildcard inbox of this bus with one timer per batch. Headers and trace
-   * context as `publish`.
+   * ids). Unlike `js.publish` (one core request each: its own reply muxing, timer and promise chain, and a NatsError
+   * with a stack trace built at every successful answer in nats.js 2.29 `RequestOne.cancel`), the acknowledgements
+   * come back on one wildcard inbox of this bus with one timer per batch. A refused publish rejects with the client's
+   * error (its `code`, e.g. `MAX_PAYLOAD_EXCEEDED`) or the stream's answer. Headers and trace context as `publish`.
    */
   async publishBatch(items: PublishItem[]): Promise<void> {
     if (items.length === 0) return;
@@ -310,7 +300,7 @@ export class Bus {
       const t = natsSpan("publish", this.subject(item.subject), SpanKind.PRODUCER, item.trace ?? currentRequestContext()?.trace, item.msgId);
       spans.push(t);
       const hdrs = natsHeaders();
-      hdrs.set("Nats-Msg-Id", item.msgId);
+      if (item.msgId) hdrs.set("Nats-Msg-Id", item.msgId);
       const given = item.headers ?? contextHeaders();
       if (given) for (const k in given) hdrs.set(k, given[k]);
       injectTrace(t.context, (k, v) => hdrs.set(k, v));

@@ -44,6 +44,24 @@ describe("bus (real NATS)", () => {
     expect(info.state.messages).to.equal(1);
   });
 
+  it("publishes one message with the request's id, dedupes only with a message id, and rejects what JetStream or the client refuses", async () => {
+    const stream = bus.streamName(STREAMS.work);
+    const first = (await bus.jsm.streams.info(stream)).state.last_seq;
+    await withRequestContext({ requestId: "req_one" }, () => bus.publish("work.one.v1", { n: 1 }));
+    await bus.publish("work.one.v1", { n: 1 });
+    const info = await bus.jsm.streams.info(stream);
+    expect(info.state.last_seq - first, "without a message id, nothing is dropped").to.equal(2);
+    const m = await bus.jsm.streams.getMessage(stream, { seq: first + 1 });
+    expect(m.header.get("X-Request-Id")).to.equal("req_one");
+    expect(m.header.get("Nats-Msg-Id")).to.equal("");
+    const refused = await bus.publish("nostream.one.v1", { n: 1 }, { msgId: "nostream-one" }).then(() => null, (e: Error) => e);
+    expect(refused?.message).to.match(/503/);
+    // The gateway answers 413 on this code (a batch larger than the bus stores).
+    const tooLarge = await bus.publish("work.one.v1", "x".repeat(2 * 1024 * 1024)).then(() => null, (e: Error & { code?: string }) => e);
+    expect((tooLarge as { code?: string } | null)?.code).to.equal("MAX_PAYLOAD_EXCEEDED");
+    expect((bus as unknown as { pubAcks: { waiting: Map<string, unknown> } }).pubAcks.waiting.size).to.equal(0);
+  });
+
   it("publishes a batch in order, each with its Nats-Msg-Id and headers; the same batch again, twice at once, adds nothing", async () => {
     const stream = bus.streamName(STREAMS.work);
     const first = (await bus.jsm.streams.info(stream)).state.last_seq;
