@@ -56,7 +56,28 @@ function role(name: string, args: Array<string | number>): Proc {
 type Cost = Record<string, number>;
 type Row = { hop: string; per: string; cost: Cost; done: number };
 
+/** What `measureFloor` found: each hop's cost, the same run's reference, and the lower bounds per operation (ms). */
+export interface Floor {
+  rows: Row[];
+  /** Bare express + 1 INSERT, req/s at 16 connections. */
+  reference: number;
+  /** The gateway's side of one HTTP request, the cheapest JetStream message, the dispatcher's side of one HTTP request, one request/reply. */
+  serve: number;
+  js: number;
+  call: number;
+  rpc: number;
+  /** At least this much CPU per inbound message and per status callback, all processes. */
+  inbound: number;
+  status: number;
+}
+
+/** `npm run bench -- floor`: the hops alone, then the bounds; the inbound bench runs it too (its "× the floor"). */
 export async function run(): Promise<string> {
+  return formatFloor(await measureFloor());
+}
+
+/** Measures every hop alone (about a minute and a half) and derives the least CPU per inbound message and status callback. */
+export async function measureFloor(): Promise<Floor> {
   const env = await createTestEnvironment("floor");
   const db = new Client({ connectionString: env.databaseUrl });
   await db.connect();
@@ -168,7 +189,6 @@ export async function run(): Promise<string> {
     await env.cleanup();
   }
 
-  const sum = (c: Cost) => Object.values(c).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
   const [http1, http8, js1, js8, js32, rpc] = rows;
   // The cheapest shape of each hop: what no batching of ours can go below.
   const js = Math.min(sum(js1.cost), sum(js8.cost), sum(js32.cost));
@@ -182,6 +202,16 @@ export async function run(): Promise<string> {
   const perEvent = js + call;
   const inbound = (perBatch + sum(rpc.cost)) / PER_BATCH + perEvent;
   const status = perBatch / PER_BATCH + (2 / 3) * perEvent;
+  return { rows, reference, serve, js, call, rpc: sum(rpc.cost), inbound, status };
+}
+
+const sum = (c: Cost) => Object.values(c).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
+
+/** The floor bench's report. */
+export function formatFloor(f: Floor): string {
+  const { rows, reference, serve, js, call, inbound, status } = f;
+  const perBatch = serve + js;
+  const perEvent = js + call;
   const fmt = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? "–" : v.toFixed(3));
   const ends = (c: Cost) => Object.entries(c).map(([k, v]) => `${k} ${fmt(v)}`).join(", ");
   return [
@@ -194,7 +224,7 @@ export async function run(): Promise<string> {
     "",
     `The least the inbound path can cost with these hops, each in its cheapest shape above, Postgres left out (it can be grouped across`,
     `batches and events), provider batches of ${PER_BATCH} messages on average as the inbound bench sends them:`,
-    `- per provider batch: the gateway's side of one HTTP request ${fmt(serve)} + one JetStream message ${fmt(js)} = ${fmt(perBatch)} ms, and one request/reply to contacts ${fmt(sum(rpc.cost))} ms for inbound messages;`,
+    `- per provider batch: the gateway's side of one HTTP request ${fmt(serve)} + one JetStream message ${fmt(js)} = ${fmt(perBatch)} ms, and one request/reply to contacts ${fmt(f.rpc)} ms for inbound messages;`,
     `- per event delivered: one JetStream message ${fmt(js)} + the dispatcher's side of one HTTP request ${fmt(call)} = ${fmt(perEvent)} ms;`,
     `- **per inbound message at least ${fmt(inbound)} ms** (target 0.5); **per status callback** (two events for three callbacks) **at least ${fmt(status)} ms** (target 0.25).`,
     `One Postgres transaction (above) costs as much again as a JetStream message: each batch's writes, the outbox's and the deliveries' come on top.`,

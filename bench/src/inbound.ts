@@ -20,6 +20,13 @@
  * (or the drain deadline), per process; Postgres counts only the backends of
  * this run's database (the server's background processes and NATS are
  * shared with whatever else runs on the machine and are listed apart).
+ *
+ * Then, with the services stopped, the floor bench's hops (`floor.ts`, about a
+ * minute and a half; BENCH_INBOUND_FLOOR=0 skips it): the same run's reference
+ * (bare express + 1 INSERT) and the least CPU the architecture's hops cost per
+ * inbound message and per status callback, so each phase's CPU is also given
+ * as a multiple of that floor, which a slow phase of the machine moves much
+ * less than the absolute figure.
  */
 import { createHmac } from "node:crypto";
 import http from "node:http";
@@ -31,6 +38,7 @@ import { Client } from "pg";
 import { startSimulator } from "@platform/provider-simulator";
 import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
+import { measureFloor, type Floor } from "./floor";
 import { cpuSeconds, startChild, stopChild, syscallCounts } from "./lib";
 
 const CONTACTS = 1_000;
@@ -222,6 +230,14 @@ async function standInAutovacuum(databaseUrl: string): Promise<{ stop(): Promise
 }
 
 export async function run(): Promise<string> {
+  const phases = await runPhases();
+  progress(process.env.BENCH_INBOUND_FLOOR === "0" ? "floor skipped (BENCH_INBOUND_FLOOR=0)" : "the hops' floor (floor bench), services stopped");
+  const floor = process.env.BENCH_INBOUND_FLOOR === "0" ? undefined : await measureFloor();
+  return phases.text(floor);
+}
+
+/** The phases, services running; the report's text is made once the floor is known. */
+async function runPhases(): Promise<{ rows: unknown[]; text: (floor: Floor | undefined) => string }> {
   const env = await createTestEnvironment("benchinb");
   const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 1_000 });
   const receiver = await startReceiver();
@@ -374,7 +390,8 @@ export async function run(): Promise<string> {
     await post(`/admin/v1/organizations/${org}/webhooks`, { url: receiver.url, events: ["message.received", "message.delivered", "message.read"] });
     const contactsWa = Array.from({ length: CONTACTS }, (_, i) => `1628${String(3_000_000 + i).padStart(7, "0")}`);
     const rand = prng(12);
-    const rows: string[] = [];
+    /** Each phase's row (its last cell, the CPU, is filled in at the end: the floor's multiple comes after the phases). */
+    const rows: Array<{ cells: string; cpuMs: number; unit: string }> = [];
     const cpuLines: string[] = [];
     const loads: string[] = [];
     let seq = 0;
@@ -411,11 +428,14 @@ export async function run(): Promise<string> {
       const pushSeconds = (pushed.lastPush - pushed.firstPush) / 1000;
       const outSeconds = ((lastArrival || end) - pushed.firstPush) / 1000;
       const cpu = cpuLine(cpuUsed(cpuBefore, cpuAfter), count, unit);
-      rows.push(
-        `| ${label} | ${rate} | ${Math.round(count / pushSeconds)} | ${Math.round(latencies.length / outSeconds)} | ${latencies.length} / ${expectKeys.length} (${missing} missing) | ` +
+      rows.push({
+        cells:
+          `| ${label} | ${rate} | ${Math.round(count / pushSeconds)} | ${Math.round(latencies.length / outSeconds)} | ${latencies.length} / ${expectKeys.length} (${missing} missing) | ` +
           `${Math.round(percentile(latencies, 0.5))} | ${Math.round(percentile(latencies, 0.99))} | ${Math.round(((lastArrival || end) - pushed.lastPush))} | ` +
-          `${percentile(answers, 0.5).toFixed(1)} / ${percentile(answers, 0.99).toFixed(1)} | ${pushed.non200} | ${cpu.total.toFixed(2)} |`,
-      );
+          `${percentile(answers, 0.5).toFixed(1)} / ${percentile(answers, 0.99).toFixed(1)} | ${pushed.non200} |`,
+        cpuMs: cpu.total,
+        unit,
+      });
       cpuLines.push(`- ${label} at ${rate}/s: ${cpu.line}`, `  - ${countsLine(countsBefore, countsAfter, count, unit)}`);
       if (statements) cpuLines.push(...(await statementLines(count, unit)));
       if (missing > 0) {
@@ -542,22 +562,33 @@ export async function run(): Promise<string> {
       );
     }
 
-    return [
+    return {
+      rows,
+      text: (floor: Floor | undefined) => [
       `Signed \`POST /provider/webhooks\` batches of 1 to 10 (deterministic PRNG) into the gateway, one channel, ${CONTACTS} contacts; the integrator's`,
       `receiver in the bench process subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s, status phases ${STATUS_SECONDS} s,`,
       `drain up to ${DRAIN_S} s. Status phases push sent, delivered and read for messages sent through the API before the phase (blocks of 200);`,
       `the \`sent\` callbacks find the message already sent (no event), so deliveries expected = 2/3 of the callbacks.`,
       `1-min load average at each phase's start: ${loads.join("; ")}. ${os.cpus().length} cores.`,
       "",
-      "| phase | target /s | pushed /s | delivered /s | delivered / expected | p50 ms push→delivery | p99 ms | last delivery after last push ms | answer p50 / p99 ms | non-200 | CPU ms per op (all, with NATS) |",
+      floor
+        ? `Same run, after the phases with the services stopped: bare express + 1 INSERT ${floor.reference} req/s (16 connections); the hops' floor ` +
+          `(\`npm run bench -- floor\`) at least ${floor.inbound.toFixed(3)} ms per inbound message and ${floor.status.toFixed(3)} ms per status callback.`
+        : "The hops' floor was not measured (BENCH_INBOUND_FLOOR=0).",
+      "",
+      "| phase | target /s | pushed /s | delivered /s | delivered / expected | p50 ms push→delivery | p99 ms | last delivery after last push ms | answer p50 / p99 ms | non-200 | CPU ms per op, all with NATS (× the floor) |",
       "|---|---|---|---|---|---|---|---|---|---|---|",
-      ...rows,
+      ...rows.map((r) => {
+        const bound = !floor ? undefined : r.unit === "inbound message" ? floor.inbound : floor.status;
+        return `${r.cells} ${r.cpuMs.toFixed(2)}${bound ? ` (${(r.cpuMs / bound).toFixed(1)}×)` : ""} |`;
+      }),
       "",
       `Duplicate deliveries seen by the receiver: ${receiver.duplicates()}. Stand-in autovacuum (this server's is off; 0 when it is on or BENCH_AUTOVACUUM_MS=0): ` +
         `${autovacuum.runs().vacuums} vacuums, ${autovacuum.runs().analyzes} analyzes of this run's tables.`,
       "",
       ...cpuLines,
-    ].join("\n");
+    ].join("\n"),
+    };
   } finally {
     await autovacuum.stop();
     await db.end();
