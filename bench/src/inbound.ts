@@ -6,6 +6,9 @@
  * gateway → JetStream → messaging → contacts → outbox → JetStream →
  * webhook-dispatcher → receiver.
  *
+ * Before them: each contact writes once, then BENCH_WARMUP_SECONDS (10) at the
+ * first inbound rate, neither measured.
+ *
  * Phases (issue 12):
  * 1. inbound text messages from 1,000 distinct contacts, in batches of 1 to 10
  *    as the network sends them, at 500 and 1,000 per second
@@ -53,6 +56,8 @@ const STATUS_RATES = list("BENCH_STATUS_RATES", "1500,3000");
 const STATUS_SECONDS = num("BENCH_STATUS_SECONDS", 20);
 /** Seconds of no traffic measured before the phases (the stack's CPU at rest); 0 skips it. */
 const IDLE_SECONDS = num("BENCH_IDLE_SECONDS", 10);
+/** Unmeasured traffic at the first inbound rate before the phases (JIT, plans). */
+const WARMUP_SECONDS = num("BENCH_WARMUP_SECONDS", 10);
 /** How long after the last push deliveries may still arrive before the phase is declared lagging. */
 const DRAIN_S = num("BENCH_DRAIN_SECONDS", 30);
 const progress = (msg: string) => process.stderr.write(`[inbound bench] ${msg}\n`);
@@ -485,6 +490,18 @@ async function runPhases(): Promise<{ rows: unknown[]; text: (floor: Floor | und
         await sleep(200);
       }
     }
+    // Then the first phase's traffic, unmeasured, so that no phase pays for the services' JIT compilation and first
+    // plans (the services under test run warm in production).
+    if (WARMUP_SECONDS > 0 && INBOUND_RATES.length > 0) {
+      const { items, keys } = inbound(INBOUND_RATES[0] * WARMUP_SECONDS, "warm2");
+      progress(`warm-up: ${WARMUP_SECONDS} s at ${INBOUND_RATES[0]}/s, not measured`);
+      await push(url, phoneNumberId, items, INBOUND_RATES[0], rand, new Map());
+      const start = now();
+      while (keys.some((k) => !receiver.arrivals.has(k))) {
+        if (now() - start > 120_000) throw new Error("warm-up inbound messages not delivered");
+        await sleep(200);
+      }
+    }
 
     // The stack at rest: what each process burns per second with no traffic (timers, polls, broadcasts). Every
     // phase's CPU per op includes its share of this over the phase's seconds.
@@ -566,7 +583,7 @@ async function runPhases(): Promise<{ rows: unknown[]; text: (floor: Floor | und
       rows,
       text: (floor: Floor | undefined) => [
       `Signed \`POST /provider/webhooks\` batches of 1 to 10 (deterministic PRNG) into the gateway, one channel, ${CONTACTS} contacts; the integrator's`,
-      `receiver in the bench process subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s, status phases ${STATUS_SECONDS} s,`,
+      `receiver in the bench process subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s after an unmeasured warm-up of ${WARMUP_SECONDS} s at the first rate, status phases ${STATUS_SECONDS} s,`,
       `drain up to ${DRAIN_S} s. Status phases push sent, delivered and read for messages sent through the API before the phase (blocks of 200);`,
       `the \`sent\` callbacks find the message already sent (no event), so deliveries expected = 2/3 of the callbacks.`,
       `1-min load average at each phase's start: ${loads.join("; ")}. ${os.cpus().length} cores.`,
