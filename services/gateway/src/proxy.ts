@@ -54,28 +54,6 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
     // Express strips a mount path from req.url; the service sees the path the client sent.
     pathRewrite: (_path, req) => (req as ForwardedRequest).originalUrl ?? req.url ?? "/",
     on: {
-      proxyReq: (proxyReq, req) => {
-        for (const h of FORGEABLE) proxyReq.removeHeader(h);
-        proxyReq.removeHeader("authorization");
-        const forwarded = (req as ForwardedRequest).forwarded ?? (req as ForwardedRequest).res?.locals;
-        proxyReq.setHeader(INTERNAL_HEADERS.token, opts.internalToken);
-        const org = forwarded?.organizationId;
-        if (typeof org === "string") proxyReq.setHeader(INTERNAL_HEADERS.organization, org);
-        const requestId = forwarded?.requestId;
-        if (typeof requestId === "string") proxyReq.setHeader(INTERNAL_HEADERS.requestId, requestId);
-        // Tracing on: the hop is a client span, child of the gateway's server span, and the service continues it.
-        // Off: the client's own traceparent (if any) goes through unchanged.
-        if (tracingEnabled()) {
-          const r = req as ForwardedRequest;
-          const hop = httpClientSpan(req.method ?? "GET", `${target}${proxyReq.path}`, forwarded?.trace ?? currentRequestContext()?.trace, { "peer.service": opts.service });
-          for (const h of TRACE_HEADERS) proxyReq.removeHeader(h);
-          injectTrace(hop.context, (name, value) => proxyReq.setHeader(name, value));
-          r.endHop = (status, err) => {
-            r.endHop = undefined;
-            hop.end(status, err);
-          };
-        }
-      },
       proxyRes: (proxyRes, req) => (req as ForwardedRequest).endHop?.(proxyRes.statusCode),
       error: (err, req, res) => {
         (req as ForwardedRequest).endHop?.(undefined, err);
@@ -91,5 +69,39 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
       },
     },
   });
-  return proxy as unknown as ProxyHandler;
+  const forward = proxy as unknown as ProxyHandler;
+  return (req, res, next) => {
+    setForwardedHeaders(req as ForwardedRequest, target, opts);
+    forward(req, res, next);
+  };
+}
+
+/**
+ * The headers the service gets, set on the incoming request before it is proxied: http-proxy copies them into the
+ * outgoing request when it creates it. (Setting them in its `proxyReq` event was too late at times: the event comes
+ * with the outgoing socket, and under load the headers had already been sent by then; `removeHeader` threw
+ * ERR_HTTP_HEADERS_SENT out of the event, and the gateway exited.) Whatever the client sent in the internal headers is
+ * overwritten, its API key is not forwarded.
+ */
+function setForwardedHeaders(req: ForwardedRequest, target: string, opts: { internalToken: string; service: string }): void {
+  const headers = req.headers;
+  for (const h of FORGEABLE) delete headers[h];
+  delete headers.authorization;
+  const forwarded = req.forwarded ?? req.res?.locals;
+  headers[INTERNAL_HEADERS.token] = opts.internalToken;
+  const org = forwarded?.organizationId;
+  if (typeof org === "string") headers[INTERNAL_HEADERS.organization] = org;
+  const requestId = forwarded?.requestId;
+  if (typeof requestId === "string") headers[INTERNAL_HEADERS.requestId] = requestId;
+  // Tracing on: the hop is a client span, child of the gateway's server span, and the service continues it.
+  // Off: the client's own traceparent (if any) goes through unchanged.
+  if (tracingEnabled()) {
+    const hop = httpClientSpan(req.method ?? "GET", `${target}${req.originalUrl ?? req.url ?? "/"}`, forwarded?.trace ?? currentRequestContext()?.trace, { "peer.service": opts.service });
+    for (const h of TRACE_HEADERS) delete headers[h];
+    injectTrace(hop.context, (name, value) => (headers[name.toLowerCase()] = value));
+    req.endHop = (status, err) => {
+      req.endHop = undefined;
+      hop.end(status, err);
+    };
+  }
 }
