@@ -50,6 +50,8 @@ describe("faults: the stack under load while each part is broken in turn", funct
   let hang = false;
   let hangingGot = 0;
   const hung: http.ServerResponse[] = [];
+  /** Stops the test's load loop: called by `after` too, so a failed fault step does not leave it sending forever. */
+  let stopLoad = () => {};
 
   before(async () => {
     [pg, nats] = await Promise.all([PrivatePostgres.start(), PrivateNats.start()]);
@@ -98,6 +100,7 @@ describe("faults: the stack under load while each part is broken in turn", funct
   });
 
   after(async () => {
+    stopLoad();
     for (const res of hung) res.destroy();
     await stack?.stop();
     await sim?.close();
@@ -172,6 +175,7 @@ describe("faults: the stack under load while each part is broken in turn", funct
     const refused: string[] = [];
     const transient = { sends: 0, inbound: 0 };
     let running = true;
+    stopLoad = () => (running = false);
     let n = 0;
     const sendOne = async (i: number) => {
       // An integrator's client: the same Idempotency-Key on every retry, until an answer that is neither 5xx nor 409 in-use.
