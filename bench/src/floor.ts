@@ -66,6 +66,9 @@ export interface Floor {
   js: number;
   call: number;
   rpc: number;
+  /** What every provider batch pays (serve + js) and every delivered event (js + call). */
+  perBatch: number;
+  perEvent: number;
   /** At least this much CPU per inbound message and per status callback, all processes. */
   inbound: number;
   status: number;
@@ -202,16 +205,14 @@ export async function measureFloor(): Promise<Floor> {
   const perEvent = js + call;
   const inbound = (perBatch + sum(rpc.cost)) / PER_BATCH + perEvent;
   const status = perBatch / PER_BATCH + (2 / 3) * perEvent;
-  return { rows, reference, serve, js, call, rpc: sum(rpc.cost), inbound, status };
+  return { rows, reference, serve, js, call, rpc: sum(rpc.cost), perBatch, perEvent, inbound, status };
 }
 
 const sum = (c: Cost) => Object.values(c).reduce((a, b) => a + (Number.isFinite(b) ? b : 0), 0);
 
 /** The floor bench's report. */
 export function formatFloor(f: Floor): string {
-  const { rows, reference, serve, js, call, inbound, status } = f;
-  const perBatch = serve + js;
-  const perEvent = js + call;
+  const { rows, reference, serve, js, call, perBatch, perEvent, inbound, status } = f;
   const fmt = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? "–" : v.toFixed(3));
   const ends = (c: Cost) => Object.entries(c).map(([k, v]) => `${k} ${fmt(v)}`).join(", ");
   return [

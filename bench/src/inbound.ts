@@ -242,7 +242,7 @@ export async function run(): Promise<string> {
 }
 
 /** The phases, services running; the report's text is made once the floor is known. */
-async function runPhases(): Promise<{ rows: unknown[]; text: (floor: Floor | undefined) => string }> {
+async function runPhases(): Promise<{ text: (floor: Floor | undefined) => string }> {
   const env = await createTestEnvironment("benchinb");
   const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 1_000 });
   const receiver = await startReceiver();
@@ -477,30 +477,28 @@ async function runPhases(): Promise<{ rows: unknown[]; text: (floor: Floor | und
       }
       return { items, keys: items.map((x) => x.key) };
     };
-    {
-      const items: Item[] = contactsWa.map((wa, j) => {
-        const id = `wamid.in.warm.${env.namespace}.${j}`;
-        return { key: `message.received|${id}`, kind: "messages", contact: wa, entry: { from: wa, id, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "hi" } } };
-      });
-      progress("warm-up: 1,000 contacts write once");
-      await push(url, phoneNumberId, items, 300, rand, new Map());
+    /** Pushes inbound messages nobody measures and waits until every one is delivered. */
+    const unmeasured = async (items: Item[], rate: number) => {
+      await push(url, phoneNumberId, items, rate, rand, new Map());
       const start = now();
       while (items.some((x) => !receiver.arrivals.has(x.key))) {
         if (now() - start > 120_000) throw new Error("warm-up inbound messages not delivered");
         await sleep(200);
       }
-    }
+    };
+    progress("warm-up: 1,000 contacts write once");
+    await unmeasured(
+      contactsWa.map((wa, j) => {
+        const id = `wamid.in.warm.${env.namespace}.${j}`;
+        return { key: `message.received|${id}`, kind: "messages", contact: wa, entry: { from: wa, id, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "hi" } } };
+      }),
+      300,
+    );
     // Then the first phase's traffic, unmeasured, so that no phase pays for the services' JIT compilation and first
     // plans (the services under test run warm in production).
     if (WARMUP_SECONDS > 0 && INBOUND_RATES.length > 0) {
-      const { items, keys } = inbound(INBOUND_RATES[0] * WARMUP_SECONDS, "warm2");
       progress(`warm-up: ${WARMUP_SECONDS} s at ${INBOUND_RATES[0]}/s, not measured`);
-      await push(url, phoneNumberId, items, INBOUND_RATES[0], rand, new Map());
-      const start = now();
-      while (keys.some((k) => !receiver.arrivals.has(k))) {
-        if (now() - start > 120_000) throw new Error("warm-up inbound messages not delivered");
-        await sleep(200);
-      }
+      await unmeasured(inbound(INBOUND_RATES[0] * WARMUP_SECONDS, "warm2").items, INBOUND_RATES[0]);
     }
 
     // The stack at rest: what each process burns per second with no traffic (timers, polls, broadcasts). Every
@@ -580,7 +578,6 @@ async function runPhases(): Promise<{ rows: unknown[]; text: (floor: Floor | und
     }
 
     return {
-      rows,
       text: (floor: Floor | undefined) => [
       `Signed \`POST /provider/webhooks\` batches of 1 to 10 (deterministic PRNG) into the gateway, one channel, ${CONTACTS} contacts; the integrator's`,
       `receiver in the bench process subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s after an unmeasured warm-up of ${WARMUP_SECONDS} s at the first rate, status phases ${STATUS_SECONDS} s,`,
