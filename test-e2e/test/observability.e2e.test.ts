@@ -35,7 +35,16 @@ function samples(text: string): Array<{ name: string; labels: string; value: num
 }
 
 /** Gauges whose healthy value is 0 (a drained backlog): present is enough. */
-const ZERO_OK = new Set(["bus_consumer_pending", "bus_consumer_ack_pending", "bus_consumer_redelivered_pending", "outbox_depth", "outbox_oldest_age_seconds", "outbox_relay_active"]);
+const ZERO_OK = new Set([
+  "bus_consumer_pending",
+  "bus_consumer_ack_pending",
+  "bus_consumer_redelivered_pending",
+  "outbox_depth",
+  "outbox_oldest_age_seconds",
+  "outbox_relay_active",
+  "gateway_upstream_in_flight",
+  "gateway_upstream_busy_total",
+]);
 const SERVICES = ["gateway", "messaging", "contacts", "webhook-dispatcher", "template-jobs", "analytics"];
 const WITH_OUTBOX = ["gateway", "messaging", "contacts", "template-jobs"];
 const CONSUMERS = ["messaging", "contacts", "webhook-dispatcher", "template-jobs", "analytics"];

@@ -13,7 +13,7 @@ export const PLATFORM_METRICS = {
   bus: ["bus_messages_handled_total", "bus_redeliveries_total", "bus_handler_duration_seconds", "bus_consumer_pending", "bus_consumer_ack_pending", "bus_consumer_redelivered_pending"],
   /** Every service with an outbox (instrumentOutbox). */
   outbox: ["outbox_depth", "outbox_oldest_age_seconds", "outbox_relay_active", "outbox_published_total"],
-  gateway: ["gateway_rate_limit_rejections_total", "gateway_rate_limit_sync_messages_total"],
+  gateway: ["gateway_rate_limit_rejections_total", "gateway_rate_limit_sync_messages_total", "gateway_upstream_in_flight", "gateway_upstream_busy_total"],
   messaging: ["provider_calls_total", "provider_call_duration_seconds"],
   "webhook-dispatcher": ["webhook_attempts_total", "webhook_attempt_duration_seconds", "webhook_deactivations_total"],
   "template-jobs": ["template_job_recipients_total", "template_jobs"],

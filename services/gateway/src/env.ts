@@ -29,6 +29,13 @@ export const envSchema = z.object({
   ANALYTICS_URL: optionalUrl,
   /** Timeout of one proxied call to a service. */
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * Proxied calls in flight at once to one service, per gateway replica (its keep-alive pool's sockets). Beyond it the
+   * gateway answers 503 SERVICE_UNAVAILABLE with `Retry-After: 1` at once instead of queueing the call in memory, so a
+   * stalled service cannot exhaust the gateway's heap (each waiting call holds 16–30 KB). A send may wait up to 2 s in
+   * messaging for its channel's pacing slot: a channel driven at its full rate keeps up to twice its rate waiting.
+   */
+  UPSTREAM_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(1_024),
   /** Console (issue 15, ADR 0009): lifetime of a signed-in session. */
   CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
   /** Sign-in attempts allowed per email and per client address in one window. */

@@ -5,7 +5,10 @@ import { currentRequestContext, type Logger } from "@platform/logging";
 import { httpClientSpan, injectTrace, tracingEnabled, type Context } from "@platform/telemetry";
 
 /** A proxy as plain node:http middleware: usable from express and from the /api/v1 front alike. */
-export type ProxyHandler = (req: http.IncomingMessage, res: http.ServerResponse, next?: (err?: unknown) => void) => void;
+export type ProxyHandler = ((req: http.IncomingMessage, res: http.ServerResponse, next?: (err?: unknown) => void) => void) & {
+  /** Calls waiting for the service now (metrics). */
+  readonly inFlight?: number;
+};
 
 /** What the gateway tells the service: set by the /api/v1 front, or taken from express's `res.locals` on admin routes. */
 export interface Forwarded {
@@ -20,6 +23,8 @@ export type ForwardedRequest = http.IncomingMessage & {
   res?: { locals?: Forwarded };
   /** Ends the proxy hop's client span (tracing on). */
   endHop?: (status?: number, err?: unknown) => void;
+  /** The call to the service, once http-proxy has made it, and whether the client has gone (its response closed). */
+  upstreamCall?: { request?: http.ClientRequest; clientGone: boolean };
 };
 
 /** The W3C trace headers: with tracing on, the gateway replaces the client's with its proxy hop's. */
@@ -28,19 +33,34 @@ const TRACE_HEADERS = ["traceparent", "tracestate"];
 /** Headers a client may send that only the gateway is allowed to set. */
 const FORGEABLE = [INTERNAL_HEADERS.token, INTERNAL_HEADERS.organization, "x-forwarded-organization"];
 
+export interface ProxyOptions {
+  internalToken: string;
+  timeoutMs: number;
+  /** Calls in flight at once to the service (`UPSTREAM_MAX_IN_FLIGHT`); the next ones are answered 503 at once. */
+  maxInFlight: number;
+  /** Called for each call refused because `maxInFlight` were in flight (metrics). */
+  onBusy?: (service: string) => void;
+  log: Logger;
+  service: string;
+}
+
 /**
  * Forwards a request, path unchanged, to the service that owns it, with the
  * organization the gateway resolved and the internal token. Whatever the
  * client sent in those headers is overwritten; its API key is not forwarded.
+ * At most `maxInFlight` calls wait for the service at once: a further one is
+ * answered 503 SERVICE_UNAVAILABLE with `Retry-After: 1` rather than queued in
+ * memory, so a service that stalls cannot take the gateway's heap with it.
  */
-export function proxyTo(target: string | undefined, opts: { internalToken: string; timeoutMs: number; log: Logger; service: string }): ProxyHandler {
+export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHandler {
   if (!target) {
     return (_req, res) => {
       res.writeHead(503, { "Content-Type": "application/json; charset=utf-8" });
       res.end(errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available`));
     };
   }
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 512, keepAliveMsecs: 10_000 });
+  // As many sockets as calls may be in flight: the agent never queues a call in memory either.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxInFlight, keepAliveMsecs: 10_000 });
   const proxy = createProxyMiddleware({
     target,
     agent,
@@ -54,9 +74,18 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
     // Express strips a mount path from req.url; the service sees the path the client sent.
     pathRewrite: (_path, req) => (req as ForwardedRequest).originalUrl ?? req.url ?? "/",
     on: {
+      // Only remembered here (the event can come after the request's headers were sent: nothing may be changed).
+      proxyReq: (proxyReq, req) => {
+        const call = (req as ForwardedRequest).upstreamCall;
+        if (!call) return;
+        call.request = proxyReq;
+        if (call.clientGone) proxyReq.destroy();
+      },
       proxyRes: (proxyRes, req) => (req as ForwardedRequest).endHop?.(proxyRes.statusCode),
       error: (err, req, res) => {
         (req as ForwardedRequest).endHop?.(undefined, err);
+        // The client left and its call to the service was ended for it: nobody to answer, nothing wrong upstream.
+        if ((req as ForwardedRequest).upstreamCall?.clientGone) return;
         opts.log.warn({ service: opts.service, err: err.message, path: (req as http.IncomingMessage).url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
           res.writeHead(503, { "Content-Type": "application/json" });
@@ -70,10 +99,36 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
     },
   });
   const forward = proxy as unknown as ProxyHandler;
-  return (req, res, next) => {
+  let inFlight = 0;
+  let lastWarned = 0;
+  const handler: ProxyHandler = (req, res, next) => {
+    if (inFlight >= opts.maxInFlight) {
+      opts.onBusy?.(opts.service);
+      // One line per second at most: a stalled service would otherwise add a line per refused call.
+      if (Date.now() - lastWarned >= 1_000) {
+        lastWarned = Date.now();
+        opts.log.warn({ service: opts.service, inFlight }, "upstream service busy: calls refused with 503");
+      }
+      const body = errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is busy; retry later`);
+      res.writeHead(503, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body), "Retry-After": "1" });
+      res.end(body);
+      return;
+    }
+    inFlight++;
+    const call: NonNullable<ForwardedRequest["upstreamCall"]> = { clientGone: false };
+    (req as ForwardedRequest).upstreamCall = call;
+    // `close` comes once per response: answered, timed out, or left by the client before its answer. A client that
+    // left ends its call to the service too (as nginx does by default), so the slot and the pool's socket are free.
+    res.once("close", () => {
+      inFlight--;
+      if (res.writableFinished) return;
+      call.clientGone = true;
+      call.request?.destroy();
+    });
     setForwardedHeaders(req as ForwardedRequest, target, opts);
     forward(req, res, next);
   };
+  return Object.defineProperty(handler, "inFlight", { get: () => inFlight });
 }
 
 /**
@@ -83,7 +138,7 @@ export function proxyTo(target: string | undefined, opts: { internalToken: strin
  * ERR_HTTP_HEADERS_SENT out of the event, and the gateway exited.) Whatever the client sent in the internal headers is
  * overwritten, its API key is not forwarded.
  */
-function setForwardedHeaders(req: ForwardedRequest, target: string, opts: { internalToken: string; service: string }): void {
+function setForwardedHeaders(req: ForwardedRequest, target: string, opts: Pick<ProxyOptions, "internalToken" | "service">): void {
   const headers = req.headers;
   for (const h of FORGEABLE) delete headers[h];
   delete headers.authorization;
