@@ -32,8 +32,8 @@ export const envSchema = z.object({
   /**
    * Proxied calls in flight at once to one service, per gateway replica (its keep-alive pool's sockets). Beyond it the
    * gateway answers 503 SERVICE_UNAVAILABLE with `Retry-After: 1` at once instead of queueing the call in memory, so a
-   * stalled service cannot exhaust the gateway's heap (each waiting call holds about 16 KB; ADR 0015). A send may wait up to 2 s in
-   * messaging for its channel's pacing slot: a channel driven at its full rate keeps up to twice its rate waiting.
+   * stalled service cannot exhaust the gateway's heap (each waiting call holds about 16 KB; ADR 0015). A send may wait
+   * up to 2 s in messaging for its channel's pacing slot: a channel driven at its full rate keeps twice its rate waiting.
    */
   UPSTREAM_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(1_024),
   /** Console (issue 15, ADR 0009): lifetime of a signed-in session. */

@@ -53,12 +53,7 @@ export interface ProxyOptions {
  * memory, so a service that stalls cannot take the gateway's heap with it.
  */
 export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHandler {
-  if (!target) {
-    return (_req, res) => {
-      res.writeHead(503, { "Content-Type": "application/json; charset=utf-8" });
-      res.end(errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available`));
-    };
-  }
+  if (!target) return (_req, res) => unavailable(res, `The ${opts.service} service is not available`);
   // As many sockets as calls may be in flight: the agent never queues a call in memory either.
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxInFlight, keepAliveMsecs: 10_000 });
   const proxy = createProxyMiddleware({
@@ -109,9 +104,7 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         lastWarned = Date.now();
         opts.log.warn({ service: opts.service, inFlight }, "upstream service busy: calls refused with 503");
       }
-      const body = errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is busy; retry later`);
-      res.writeHead(503, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body), "Retry-After": "1" });
-      res.end(body);
+      unavailable(res, `The ${opts.service} service is busy; retry later`, { "Retry-After": "1" });
       return;
     }
     inFlight++;
@@ -129,6 +122,13 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
     forward(req, res, next);
   };
   return Object.defineProperty(handler, "inFlight", { get: () => inFlight });
+}
+
+/** Answers 503 SERVICE_UNAVAILABLE with the contract's envelope. */
+function unavailable(res: http.ServerResponse, message: string, headers: Record<string, string> = {}): void {
+  const body = errorBody("SERVICE_UNAVAILABLE", message);
+  res.writeHead(503, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
 }
 
 /**
