@@ -6,8 +6,9 @@
  * literals) and the address actually connected to (DNS rebinding).
  */
 import net from "node:net";
-import { Agent, buildConnector, request } from "undici";
+import { Agent, buildConnector } from "undici";
 import { WEBHOOK_RESPONSE_BODY_LIMIT } from "@platform/contracts";
+import { post, postTarget } from "@platform/runtime";
 import { BlockedTargetError, blockedAddressReason, guardedLookup } from "./target-guard";
 
 /** The attempt log keeps this many characters of a response body. */
@@ -70,25 +71,25 @@ export class HttpSender {
    * One POST. The timeout is undici's own (connect, then the response
    * headers, then each read of the body: WEBHOOK_TIMEOUT_MS each), which costs
    * nothing per request, unlike a timer signal per attempt at thousands per
-   * second. `close()` ends every request in flight (shutdown).
+   * second. The answer's body is read only as far as the attempt log keeps it
+   * (`post` of @platform/runtime: no body stream per attempt). `close()` ends
+   * every request in flight (shutdown).
    */
   async send(url: string, body: Buffer, headers: Record<string, string>): Promise<SendOutcome> {
     const started = performance.now();
-    const done = (o: Omit<SendOutcome, "durationMs">): SendOutcome => ({ ...o, durationMs: Math.round(performance.now() - started) });
+    const durationMs = () => Math.round(performance.now() - started);
+    let target: { origin: string; path: string };
     try {
-      const res = await request(url, { method: "POST", headers, body, dispatcher: this.agent });
-      let text: string | null = null;
-      try {
-        text = await readLimited(res.body);
-      } catch {
-        // The status is what counts; a body that cannot be read is only a log detail.
-        text = null;
-      }
-      const ok = res.statusCode >= 200 && res.statusCode < 300;
-      return done({ ok, status: res.statusCode, body: text, error: ok ? null : `HTTP ${res.statusCode}` });
+      target = postTarget(url);
     } catch (err) {
-      return done({ ok: false, status: null, body: null, error: describe(err, false, this.opts.timeoutMs) });
+      return { ok: false, status: null, body: null, error: describe(err, this.opts.timeoutMs), durationMs: durationMs() };
     }
+    const answer = await post(this.agent, target, headers, body, { readLimit: READ_LIMIT });
+    if (answer.status === null) return { ok: false, status: null, body: null, error: describe(answer.error, this.opts.timeoutMs), durationMs: durationMs() };
+    const ok = answer.status >= 200 && answer.status < 300;
+    // A body that could not be read is only a log detail: the status is what counts.
+    const text = answer.body && truncateChars(answer.body.toString("utf8"), RESPONSE_BODY_LIMIT);
+    return { ok, status: answer.status, body: text, error: ok ? null : `HTTP ${answer.status}`, durationMs: durationMs() };
   }
 
   /** Ends every request in flight and closes the connections (shutdown). */
@@ -98,25 +99,13 @@ export class HttpSender {
   }
 }
 
-async function readLimited(stream: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= READ_LIMIT) break;
-  }
-  return truncateChars(Buffer.concat(chunks).toString("utf8"), RESPONSE_BODY_LIMIT);
-}
-
 /** Cuts to `max` characters (code points, so a surrogate pair is never split). */
 export function truncateChars(s: string, max: number): string {
   if (s.length <= max) return s;
   return Array.from(s).slice(0, max).join("");
 }
 
-function describe(err: unknown, timedOut: boolean, timeoutMs: number): string {
-  if (timedOut) return `timeout after ${timeoutMs} ms`;
+function describe(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (err instanceof BlockedTargetError || e?.code === "EBLOCKEDTARGET") return e.message ?? "blocked target address";
   if (e?.cause && (e.cause as { code?: string }).code === "EBLOCKEDTARGET") return e.cause.message ?? "blocked target address";

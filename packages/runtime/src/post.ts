@@ -1,0 +1,116 @@
+/**
+ * One HTTP POST on an undici dispatcher (a Pool, an Agent), answered without a body stream.
+ *
+ * `undici.request` wraps every call in a Readable body, an AsyncResource and, with a signal, an abort listener; read
+ * with `for await` or `.text()`, that is several promises per call, and each promise costs more while an
+ * AsyncLocalStorage is active (promise hooks), as it is in every service. This path dispatches with a handler of its
+ * own that collects the answer's bytes: about half the client's CPU per call on this VM (bench/RESULTS.md, "lean
+ * HTTP calls"). Redirects are never followed (undici's core does not), as both callers require.
+ */
+import type { Dispatcher } from "undici";
+
+export interface PostOptions {
+  /** One timer bounds the whole call: waiting for a connection, connecting, the headers and the body. None by default. */
+  timeoutMs?: number;
+  /** Stop reading the answer's body after this many bytes (the connection is then closed, not reused). */
+  readLimit?: number;
+}
+
+/**
+ * What came back. `status` is null when no answer came (`error` says why); `body` is null when an answer came but its
+ * body could not be read to its end or to `readLimit` (then `error` says why).
+ */
+export interface PostAnswer {
+  status: number | null;
+  body: Buffer | null;
+  error: Error | null;
+  /** The call was ended by `timeoutMs`. */
+  timedOut: boolean;
+}
+
+export class PostTimeoutError extends Error {
+  constructor(timeoutMs: number) {
+    super(`no answer within ${timeoutMs} ms`);
+    this.name = "PostTimeoutError";
+  }
+}
+
+class ReadLimitReached extends Error {}
+
+export function post(
+  dispatcher: Dispatcher,
+  target: { origin: string; path: string },
+  headers: Record<string, string>,
+  body: string | Buffer,
+  opts: PostOptions = {},
+): Promise<PostAnswer> {
+  return new Promise<PostAnswer>((resolve) => {
+    let settled = false;
+    let status: number | null = null;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let controller: Dispatcher.DispatchController | undefined;
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (answer: Omit<PostAnswer, "timedOut">): void => {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      resolve({ ...answer, timedOut });
+    };
+    const answered = (): void => settle({ status, body: Buffer.concat(chunks, size), error: null });
+    if (opts.timeoutMs !== undefined) {
+      timer = setTimeout(() => {
+        timedOut = true;
+        const error = new PostTimeoutError(opts.timeoutMs!);
+        settle({ status, body: null, error });
+        // Not yet on a socket (waiting for one): ended when it gets there, in onRequestStart.
+        controller?.abort(error);
+      }, opts.timeoutMs);
+    }
+    const readLimit = opts.readLimit ?? Infinity;
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (settled) c.abort(new Error("call already ended"));
+      },
+      onResponseStart(_c, statusCode) {
+        status = statusCode;
+      },
+      onResponseData(c, chunk) {
+        if (settled) return;
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size >= readLimit) {
+          answered();
+          c.abort(new ReadLimitReached("read limit reached"));
+        }
+      },
+      onResponseEnd() {
+        answered();
+      },
+      onResponseError(_c, error) {
+        settle({ status, body: null, error });
+      },
+    };
+    try {
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method: "POST", headers, body }, handler);
+    } catch (error) {
+      settle({ status: null, body: null, error: error as Error });
+    }
+  });
+}
+
+/** A few URLs take almost every call (the provider's, each webhook's): each is parsed once, as `undici.request` would. */
+const targets = new Map<string, { origin: string; path: string }>();
+export function postTarget(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (!target) {
+    const u = new URL(url);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new TypeError(`unsupported protocol ${u.protocol}`);
+    target = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname };
+    if (targets.size >= 1024) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}

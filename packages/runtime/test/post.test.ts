@@ -1,0 +1,79 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { expect } from "chai";
+import { Pool } from "undici";
+import { post, postTarget, PostTimeoutError } from "../src/post";
+
+describe("post (one HTTP POST on an undici dispatcher)", () => {
+  let server: http.Server;
+  let origin: string;
+  let handle: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+  const paths: string[] = [];
+  let pool: Pool;
+
+  before(async () => {
+    server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        paths.push(req.url ?? "");
+        handle(req, res);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    pool = new Pool(origin, { connections: 1 });
+  });
+  beforeEach(() => (paths.length = 0));
+  after(async () => {
+    await pool.close();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it("answers with the status and the whole body", async () => {
+    handle = (_req, res) => res.writeHead(201).end("created");
+    const answer = await post(pool, { origin, path: "/a?b=1" }, { "content-type": "text/plain" }, "hello");
+    expect(answer).to.deep.include({ status: 201, error: null, timedOut: false });
+    expect(answer.body?.toString()).to.equal("created");
+    expect(paths).to.deep.equal(["/a?b=1"]);
+  });
+
+  it("after the headers, a timeout keeps the status and reports the body unknown", async () => {
+    handle = (_req, res) => {
+      res.writeHead(200);
+      res.write("part");
+      setTimeout(() => res.end("rest"), 400);
+    };
+    const answer = await post(pool, { origin, path: "/slow-body" }, {}, "x", { timeoutMs: 150 });
+    expect(answer).to.include({ status: 200, body: null, timedOut: true });
+    expect(answer.error).to.be.instanceOf(PostTimeoutError);
+  });
+
+  it("a call still waiting for a connection at its timeout is answered then and never sent", async () => {
+    handle = (req, res) => setTimeout(() => res.writeHead(200).end(req.url), req.url === "/hold" ? 400 : 0);
+    const held = post(pool, { origin, path: "/hold" }, {}, "x");
+    const queued = await post(pool, { origin, path: "/queued" }, {}, "x", { timeoutMs: 100 });
+    expect(queued).to.include({ status: null, body: null, timedOut: true });
+    expect((await held).status).to.equal(200);
+    expect((await post(pool, { origin, path: "/after" }, {}, "x")).status).to.equal(200);
+    expect(paths).to.deep.equal(["/hold", "/after"]);
+  });
+
+  it("stops reading at the read limit", async () => {
+    handle = (_req, res) => {
+      res.writeHead(200);
+      res.write(Buffer.alloc(64 * 1024, 97));
+      // Never ends: only the limit can answer.
+    };
+    const answer = await post(pool, { origin, path: "/big" }, {}, "x", { readLimit: 1024 });
+    expect(answer).to.include({ status: 200, error: null, timedOut: false });
+    expect(answer.body!.length).to.be.at.least(1024);
+  });
+
+  it("parses a URL into origin and path as undici does (query kept, fragment dropped), and refuses other protocols", () => {
+    expect(postTarget("https://example.com:8443/x/y?z=1#f")).to.deep.equal({ origin: "https://example.com:8443", path: "/x/y?z=1" });
+    expect(postTarget("http://example.com")).to.deep.equal({ origin: "http://example.com", path: "/" });
+    expect(() => postTarget("ftp://example.com/x")).to.throw(TypeError);
+    expect(() => postTarget("nope")).to.throw(TypeError);
+  });
+});
