@@ -9,6 +9,7 @@ import {
 import { classifyResponse, type ProviderResult } from "./result";
 import { currentRequestContext } from "@platform/logging";
 import { httpClientSpan, tracingEnabled } from "@platform/telemetry";
+import { post as postOnce } from "@platform/runtime";
 
 export interface ProviderClientOptions {
   /** e.g. `https://graph.facebook.com/v21.0` or the simulator's URL; may carry a path prefix. */
@@ -50,7 +51,7 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     keepAliveMaxTimeout: 60_000,
     connect: { timeout: timeoutMs },
   });
-  const authorization = `Bearer ${options.accessToken}`;
+  const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json", accept: "application/json" };
 
   const observe = options.observe;
   async function post(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
@@ -76,41 +77,26 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     return result;
   }
 
+  /**
+   * One call, bounded as a whole (waiting for a socket, connecting, the headers and the body) by one timer. Through
+   * `post` of @platform/runtime: no body stream, abort signal or AsyncResource per call.
+   */
   async function call(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
-    const controller = new AbortController();
-    let timedOut = false;
-    // One timer bounds the whole call (connect, headers and body), which the
-    // per-phase undici timeouts alone would not.
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    try {
-      const res = await pool.request({
-        method: "POST",
-        path: `${pathPrefix}/${encodeURIComponent(phoneNumberId)}/messages`,
-        headers: { authorization, "content-type": "application/json", accept: "application/json" },
-        body: JSON.stringify(body),
-        signal: controller.signal,
-      });
-      // Always read the body to the end so the socket goes back to the pool.
-      const text = await res.body.text();
-      return classifyResponse(res.statusCode, text);
-    } catch (error) {
-      if (timedOut) {
-        return { ok: false, kind: "transient", code: "timeout", title: `no answer within ${timeoutMs} ms`, httpStatus: null };
-      }
-      const e = error as { code?: string; message?: string };
+    const answer = await postOnce(pool, { origin: base.origin, path: `${pathPrefix}/${encodeURIComponent(phoneNumberId)}/messages` }, headers, JSON.stringify(body), { timeoutMs });
+    if (answer.timedOut) {
+      return { ok: false, kind: "transient", code: "timeout", title: `no answer within ${timeoutMs} ms`, httpStatus: null };
+    }
+    if (answer.status === null || answer.body === null) {
+      const e = answer.error as { code?: string; message?: string } | null;
       return {
         ok: false,
         kind: "transient",
         code: "network_error",
-        title: [e.code, e.message].filter(Boolean).join(": ") || "request failed",
+        title: [e?.code, e?.message].filter(Boolean).join(": ") || "request failed",
         httpStatus: null,
       };
-    } finally {
-      clearTimeout(timer);
     }
+    return classifyResponse(answer.status, answer.body.toString("utf8"));
   }
 
   return {

@@ -144,6 +144,24 @@ describe("createProviderClient", () => {
     expect(result).to.include({ ok: false, kind: "transient", code: "timeout", httpStatus: null });
   });
 
+  it("a call that timed out waiting for a connection is never sent later (its retry would send the message twice)", async () => {
+    // One connection, held by a slow call: the second waits for it past its timeout.
+    const single = createProviderClient({ baseUrl, accessToken: "tok", timeoutMs: 300, connections: 1 });
+    try {
+      next = { status: 200, body: JSON.stringify({ messages: [{ id: "slow" }] }), delayMs: 600 };
+      const first = single.sendText({ phoneNumberId: "pn-first", to: "+1555", text: "x" });
+      const second = await single.sendText({ phoneNumberId: "pn-second", to: "+1555", text: "x" });
+      expect(second).to.include({ ok: false, kind: "transient", code: "timeout" });
+      expect(await first).to.include({ ok: false, code: "timeout" });
+      // The connection is free again: a third call goes through, and the second never reached the provider.
+      next = { status: 200, body: JSON.stringify({ messages: [{ id: "wamid.third" }] }) };
+      expect(await single.sendText({ phoneNumberId: "pn-third", to: "+1555", text: "x" })).to.deep.include({ ok: true, providerMessageId: "wamid.third" });
+      expect(seen.map((s) => s.path)).to.deep.equal(["/v21.0/pn-first/messages", "/v21.0/pn-third/messages"]);
+    } finally {
+      await single.close();
+    }
+  });
+
   it("classifies a connection error as transient", async () => {
     // A port that was just free: nothing listens there any more.
     const probe = await new Promise<Server>((resolve) => {
