@@ -13,7 +13,8 @@
  * 1,000 messages per second (BENCH_CHANNELS changes the count). One run per
  * load level (4, 16, 24, 32 and 64 connections; BENCH_CONNECTIONS=8,32 changes them),
  * with each process's CPU per request, since throughput and latency trade
- * against each other through the concurrency.
+ * against each other through the concurrency. BENCH_SERVICES_ROOT runs the
+ * services of another built checkout (an A/B in the same phase of the machine).
  */
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -47,7 +48,8 @@ export async function run(): Promise<string> {
     PORT: "0",
     LOG_LEVEL: "warn",
   };
-  const root = path.resolve(__dirname, "../..");
+  // BENCH_SERVICES_ROOT: run the services of another checkout (built), for an A/B against it in the same phase of the machine.
+  const root = process.env.BENCH_SERVICES_ROOT ?? path.resolve(__dirname, "../..");
   // Contacts first: messaging's opt-out check and contact resolution ask it over the bus.
   const contacts = await startChild(path.join(root, "services/contacts/dist/index.js"), [], { ...baseEnv, LOG_LEVEL: "info" }, /listening/);
   const messaging = await startChild(
