@@ -96,7 +96,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const defaults = { perSecond: env.RATE_LIMIT_PER_SECOND, burst: env.RATE_LIMIT_BURST };
   const cache = new AuthCache(db, defaults, log);
   const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus, undefined, deps.clock);
-  const organizations = new Organizations(db, bus, defaults);
+  const organizations = new Organizations(db, bus, defaults, cache);
   const apiKeys = new ApiKeys(db, bus, cache, env.INTERNAL_TOKEN);
   const users = new ConsoleUsers(db, env.CONSOLE_SCRYPT_COST);
   const sessions = new ConsoleSessions(db, users, {

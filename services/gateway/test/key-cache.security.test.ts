@@ -4,6 +4,7 @@ import { hashApiKey } from "../src/auth/api-keys";
 import { AuthCache } from "../src/auth/key-cache";
 import { definitionEntities, definitionMigrations, SCHEMA } from "../src/db/definition";
 import { ApiKeys } from "../src/use-cases/api-keys";
+import { Organizations } from "../src/use-cases/organizations";
 import { GatewayHarness, holdingProxy, type HoldingProxy } from "./harness";
 
 describe("gateway: API-key cache and revocation", () => {
@@ -59,6 +60,16 @@ describe("gateway: API-key cache and revocation", () => {
     proxy.release();
 
     expect((await inFlight)?.plan).to.equal("growth");
+    expect((await cache.organization(id))?.plan).to.equal("inactive");
+  });
+
+  it("a plan change is in force in the replica that answered it before its answer leaves, not only after the broadcast", async () => {
+    const { id } = await h.organization({ plan: "growth" });
+    const cache = new AuthCache(h.db, { perSecond: 50, burst: 100 }, h.log);
+    const organizations = new Organizations(h.db, h.replicas[0].bus, { perSecond: 50, burst: 100 }, cache);
+    expect((await cache.organization(id))?.plan).to.equal("growth"); // cached, for the TTL
+    await organizations.update(id, { plan: "inactive" });
+    // No turn of the event loop in between: the broadcast cannot have come back yet; the answer must not wait for it.
     expect((await cache.organization(id))?.plan).to.equal("inactive");
   });
 });

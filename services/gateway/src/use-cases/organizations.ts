@@ -6,10 +6,16 @@ import { enqueue, type Bus } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
+import type { AuthCache } from "../auth/key-cache";
 import { OrganizationEntity } from "../db/entities/organization.entity";
 
 export class Organizations {
-  constructor(private readonly db: DataSource, private readonly bus: Bus, private readonly defaults: RateLimit) {}
+  constructor(
+    private readonly db: DataSource,
+    private readonly bus: Bus,
+    private readonly defaults: RateLimit,
+    private readonly cache: AuthCache,
+  ) {}
 
   toDto(o: OrganizationEntity): Organization {
     return {
@@ -64,7 +70,10 @@ export class Organizations {
       await this.announce(m, found);
       return found;
     });
-    // Every replica drops its cached plan and limit now; the TTL is only the safety net.
+    // In force when this answer leaves: this replica's cached plan and limit are dropped here, before answering (a
+    // send right after a downgrade is refused); every other replica drops them on the broadcast, within a moment.
+    // The TTL is only the safety net.
+    this.cache.evictOrganization(id);
     this.bus.broadcast(SUBJECTS.organizationChanged, { organizationId: id });
     return this.toDto(org);
   }
