@@ -76,13 +76,21 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         call.request = proxyReq;
         if (call.clientGone) proxyReq.destroy();
       },
-      proxyRes: (proxyRes, req) => (req as ForwardedRequest).endHop?.(proxyRes.statusCode),
+      proxyRes: (proxyRes, req) => {
+        // The service answered before the client's body was all read (it refused the call early): the client's
+        // connection still carries bytes nobody will read, so it ends after this answer rather than being offered
+        // for the client's next call, which would wait behind them and be reset.
+        if (!(req as http.IncomingMessage).complete) proxyRes.headers.connection = "close";
+        (req as ForwardedRequest).endHop?.(proxyRes.statusCode);
+      },
       error: (err, req, res) => {
         (req as ForwardedRequest).endHop?.(undefined, err);
         // The client left and its call to the service was ended for it: nobody to answer, nothing wrong upstream.
         if ((req as ForwardedRequest).upstreamCall?.clientGone) return;
         opts.log.warn({ service: opts.service, err: err.message, path: (req as http.IncomingMessage).url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
+          // Same for a call cut while its body was still being sent: the rest of it stays unread on the connection.
+          if (!(req as http.IncomingMessage).complete) res.setHeader("Connection", "close");
           res.writeHead(503, { "Content-Type": "application/json" });
           res.end(errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available; retry later`));
         } else if (res instanceof http.ServerResponse) {
