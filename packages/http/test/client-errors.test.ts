@@ -1,0 +1,80 @@
+import http from "node:http";
+import net, { type AddressInfo } from "node:net";
+import { expect } from "chai";
+import { answerUnreadableRequests } from "../src";
+
+/** Writes raw bytes on a fresh connection and reads until the server closes it: status, headers, body. */
+function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      const [head, body = ""] = text.split("\r\n\r\n");
+      const [statusLine, ...lines] = head.split("\r\n");
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+      resolve({ status: Number(statusLine.split(" ")[1]), headers, body });
+    });
+  });
+}
+
+describe("http kit: requests node:http cannot read", () => {
+  let server: http.Server;
+  let port: number;
+  let handled = 0;
+  before(async () => {
+    // A short request timeout, checked often, so that the 408 path is reached within the test.
+    server = answerUnreadableRequests(
+      http.createServer({ requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 }, (_req, res) => {
+        handled++;
+        res.end("ok");
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const envelope = (body: string) => JSON.parse(body) as { error: { code: string; message: string; details?: Array<{ path: string; message: string }> } };
+
+  it("answers headers over 16 KB with 431 and the error envelope, and closes the connection", async () => {
+    const res = await rawExchange(port, `GET /api/v1/ping HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${"k".repeat(20_000)}\r\n\r\n`);
+    expect(res.status).to.equal(431);
+    expect(res.headers).to.include({ "content-type": "application/json; charset=utf-8", connection: "close" });
+    expect(Number(res.headers["content-length"])).to.equal(Buffer.byteLength(res.body));
+    expect(envelope(res.body).error).to.deep.equal({ code: "PAYLOAD_TOO_LARGE", message: "The request line and headers are over 16 KB" });
+  });
+
+  it("answers a request line over 16 KB (a long query) the same way", async () => {
+    const res = await rawExchange(port, `GET /api/v1/ping?x=${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    expect(res.status).to.equal(431);
+    expect(envelope(res.body).error.code).to.equal("PAYLOAD_TOO_LARGE");
+  });
+
+  it("answers bytes that are not HTTP/1.1 with 400 VALIDATION_ERROR and details", async () => {
+    const res = await rawExchange(port, "HELLO THERE\r\n\r\n");
+    expect(res.status).to.equal(400);
+    expect(envelope(res.body).error).to.deep.equal({
+      code: "VALIDATION_ERROR",
+      message: "The request is not valid HTTP/1.1",
+      details: [{ path: "request", message: "not valid HTTP/1.1" }],
+    });
+  });
+
+  it("answers a request not received whole in time with 408 VALIDATION_ERROR", async () => {
+    // Headers never finished: the handler never runs, node's timer refuses the request.
+    const res = await rawExchange(port, "GET /things HTTP/1.1\r\nHost: x\r\n");
+    expect(res.status).to.equal(408);
+    expect(envelope(res.body).error.code).to.equal("VALIDATION_ERROR");
+  });
+
+  it("never reached the handler for any of them, and still serves a well-formed request", async () => {
+    expect(handled).to.equal(0);
+    const res = await rawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    expect(res.status).to.equal(200);
+    expect(res.body).to.equal("ok");
+    expect(handled).to.equal(1);
+  });
+});
