@@ -8,4 +8,4 @@ export * from "./health";
 export * from "./service-app";
 export * from "./json-routes";
 export * from "./idempotency";
-export * from "./client-errors";
+export * from "./http-server";

@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Router } from "express";
 import type { DataSource } from "typeorm";
@@ -6,7 +6,7 @@ import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
 import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@platform/db";
-import { answerUnreadableRequests, createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
+import { createHttpServer, createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
 import { SUBJECTS } from "@platform/contracts";
 import { CpuPressure, Lifecycle, LoadGate, waitFor } from "@platform/runtime";
@@ -137,7 +137,7 @@ export async function startService<S extends z.ZodRawShape>(
     metrics,
   });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = answerUnreadableRequests(createServer((req, res) => {
+    const s = createHttpServer((req, res) => {
       // Probes and scrapes are not the requests the gate protects.
       if (!PROBE_PATH.test(req.url ?? "")) {
         serving.inFlight++;
@@ -152,7 +152,7 @@ export async function startService<S extends z.ZodRawShape>(
         });
       }
       handler(req, res);
-    }));
+    });
     s.once("error", reject);
     s.listen(env.PORT, env.HOST, () => resolve(s));
   });

@@ -1,8 +1,8 @@
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { Bus } from "@platform/bus";
 import { parseEnv } from "@platform/config";
 import { openDatabase } from "@platform/db";
-import { answerUnreadableRequests } from "@platform/http";
+import { createHttpServer } from "@platform/http";
 import { createLogger } from "@platform/logging";
 import { Lifecycle, waitFor } from "@platform/runtime";
 import { startTracing } from "@platform/telemetry";
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const gateway = createGateway({ env, log, db, bus });
   lifecycle.onStop("gateway", () => gateway.stop());
   const server: Server = await new Promise((resolve, reject) => {
-    const s = answerUnreadableRequests(createServer(gateway.listener)).listen(env.PORT, env.HOST, () => resolve(s));
+    const s = createHttpServer(gateway.listener).listen(env.PORT, env.HOST, () => resolve(s));
     s.once("error", reject);
   });
   server.keepAliveTimeout = 65_000;

@@ -3,7 +3,7 @@ import net, { type AddressInfo } from "node:net";
 import request from "supertest";
 import { Bus } from "@platform/bus";
 import { openDatabase, type DataSource } from "@platform/db";
-import { answerUnreadableRequests } from "@platform/http";
+import { createHttpServer } from "@platform/http";
 import { createLogger } from "@platform/logging";
 import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
 import { createGateway, envSchema, type Gateway, type GatewayEnv } from "../src/app";
@@ -53,7 +53,7 @@ export class GatewayHarness {
     await bus.ensureStreams();
     const gateway = createGateway({ env, log: this.log, db: this.db, bus, clock: this.clock });
     const server = await new Promise<http.Server>((resolve) => {
-      const s = answerUnreadableRequests(http.createServer(gateway.listener)).listen(0, "127.0.0.1", () => resolve(s));
+      const s = createHttpServer(gateway.listener).listen(0, "127.0.0.1", () => resolve(s));
     });
     const replica = { gateway, bus, server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
     this.replicas.push(replica);

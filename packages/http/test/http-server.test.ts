@@ -1,7 +1,7 @@
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { expect } from "chai";
-import { answerUnreadableRequests } from "../src";
+import { createHttpServer } from "../src";
 
 /** Writes raw bytes on a fresh connection and reads until the server closes it: status, headers, body. */
 function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
@@ -20,17 +20,18 @@ function rawExchange(port: number, bytes: string): Promise<{ status: number; hea
   });
 }
 
-describe("http kit: requests node:http cannot read", () => {
+describe("http kit: the server, for requests node:http would refuse with a bare status line", () => {
   let server: http.Server;
   let port: number;
-  let handled = 0;
+  const handled: string[] = [];
   before(async () => {
     // A short request timeout, checked often, so that the 408 path is reached within the test.
-    server = answerUnreadableRequests(
-      http.createServer({ requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 }, (_req, res) => {
-        handled++;
+    server = createHttpServer(
+      (req, res) => {
+        handled.push(req.url ?? "");
         res.end("ok");
-      }),
+      },
+      { requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 },
     );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     port = (server.address() as AddressInfo).port;
@@ -70,11 +71,32 @@ describe("http kit: requests node:http cannot read", () => {
     expect(envelope(res.body).error.code).to.equal("VALIDATION_ERROR");
   });
 
-  it("never reached the handler for any of them, and still serves a well-formed request", async () => {
-    expect(handled).to.equal(0);
-    const res = await rawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  it("answers an HTTP/1.1 request without Host with 400 VALIDATION_ERROR at headers.host (HTTP/1.0 needs none)", async () => {
+    const res = await rawExchange(port, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+    expect(res.status).to.equal(400);
+    expect(envelope(res.body).error.details).to.deep.equal([{ path: "headers.host", message: "required" }]);
+    expect(res.headers.connection).to.equal("close");
+    const old = await rawExchange(port, "GET /http-1.0 HTTP/1.0\r\n\r\n");
+    expect(old.status).to.equal(200);
+  });
+
+  it("answers an Expect other than 100-continue with 417 VALIDATION_ERROR at headers.expect", async () => {
+    const res = await rawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n");
+    expect(res.status).to.equal(417);
+    expect(envelope(res.body).error).to.deep.include({ code: "VALIDATION_ERROR" });
+    expect(envelope(res.body).error.details![0].path).to.equal("headers.expect");
+  });
+
+  it("answers CONNECT with 404 NOT_FOUND instead of dropping the connection", async () => {
+    const res = await rawExchange(port, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+    expect(res.status).to.equal(404);
+    expect(envelope(res.body).error).to.deep.equal({ code: "NOT_FOUND", message: "No route for CONNECT example.com:443" });
+  });
+
+  it("never reached the handler for any of them (only the HTTP/1.0 request), and still serves a well-formed request", async () => {
+    const res = await rawExchange(port, "GET /well-formed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(res.status).to.equal(200);
     expect(res.body).to.equal("ok");
-    expect(handled).to.equal(1);
+    expect(handled).to.deep.equal(["/http-1.0", "/well-formed"]);
   });
 });
