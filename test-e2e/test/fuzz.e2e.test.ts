@@ -250,6 +250,7 @@ describe("e2e: fuzzing every route", function () {
         "X-Request-Id": fc.oneof(fc.string({ maxLength: 10 }), fc.constant("r".repeat(500))),
         "X-Forwarded-For": fc.constant("10.0.0.1, 127.0.0.1"),
         Accept: fc.constantFrom("*/*", "text/html", "application/xml"),
+        Expect: fc.constantFrom("100-continue", "something-else"),
       },
       { requiredKeys: [] },
     );

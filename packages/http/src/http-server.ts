@@ -11,7 +11,7 @@ const JSON_TYPE = "application/json; charset=utf-8";
 /**
  * The platform's `node:http` server (the gateway's and every service's). node:http refuses some requests before any
  * handler sees them and answers with a bare status line and no body; here they get the error envelope like every
- * other 4xx (contract: errors), and their connection is closed:
+ * other 4xx (contract: errors); the connection of a request node could not read is closed:
  * - request line and headers over `maxHeaderSize` (16 KB): 431 `PAYLOAD_TOO_LARGE` (HTTP's status for headers, the
  *   contract's code for a request too large);
  * - bytes that are not HTTP/1.1 (also a body length given twice): 400 `VALIDATION_ERROR` at `request`;
@@ -59,8 +59,8 @@ const bodyOf = (r: Refusal) => JSON.stringify({ error: { code: r.code, message: 
 
 function refuse(res: ServerResponse, r: Refusal): void {
   const body = bodyOf(r);
-  res.shouldKeepAlive = false;
-  res.writeHead(r.status, { "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body), Connection: "close" }).end(body);
+  // The connection stays as the request asked: node reads and drops an unread body before the next request.
+  res.writeHead(r.status, { "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) }).end(body);
 }
 
 /** Before node has a request object (or after it gave the socket up): the answer written on the socket itself. */

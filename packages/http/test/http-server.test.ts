@@ -4,7 +4,7 @@ import { expect } from "chai";
 import { createHttpServer } from "../src";
 
 /** Writes raw bytes on a fresh connection and reads until the server closes it: status, headers, body. */
-function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string; rest: string }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, "127.0.0.1", () => socket.write(bytes));
     const chunks: Buffer[] = [];
@@ -12,10 +12,13 @@ function rawExchange(port: number, bytes: string): Promise<{ status: number; hea
     socket.on("error", reject);
     socket.on("close", () => {
       const text = Buffer.concat(chunks).toString("utf8");
-      const [head, body = ""] = text.split("\r\n\r\n");
-      const [statusLine, ...lines] = head.split("\r\n");
+      const end = text.indexOf("\r\n\r\n");
+      const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
       const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
-      resolve({ status: Number(statusLine.split(" ")[1]), headers, body });
+      // The first answer's body by its Content-Length; whatever follows is the next answer on the connection.
+      const rest = text.slice(end + 4);
+      const length = headers["content-length"] === undefined ? rest.length : Number(headers["content-length"]);
+      resolve({ status: Number(statusLine.split(" ")[1]), headers, body: rest.slice(0, length), rest: rest.slice(length) });
     });
   });
 }
@@ -75,16 +78,27 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
     const res = await rawExchange(port, "GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
     expect(res.status).to.equal(400);
     expect(envelope(res.body).error.details).to.deep.equal([{ path: "headers.host", message: "required" }]);
-    expect(res.headers.connection).to.equal("close");
     const old = await rawExchange(port, "GET /http-1.0 HTTP/1.0\r\n\r\n");
     expect(old.status).to.equal(200);
   });
 
   it("answers an Expect other than 100-continue with 417 VALIDATION_ERROR at headers.expect", async () => {
-    const res = await rawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n");
+    const res = await rawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\nConnection: close\r\n\r\n");
     expect(res.status).to.equal(417);
     expect(envelope(res.body).error).to.deep.include({ code: "VALIDATION_ERROR" });
     expect(envelope(res.body).error.details![0].path).to.equal("headers.expect");
+  });
+
+  it("keeps the connection of a refused request and drops its unread body, so the next request on it is served", async () => {
+    const body = "x".repeat(200_000);
+    const res = await rawExchange(
+      port,
+      `POST /one HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        "GET /after-refusal HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    expect(res.status).to.equal(417);
+    expect(res.rest).to.match(/^HTTP\/1.1 200 OK\r\n/);
+    expect(res.rest.endsWith("\r\n\r\nok")).to.equal(true);
   });
 
   it("answers CONNECT with 404 NOT_FOUND instead of dropping the connection", async () => {
@@ -93,10 +107,10 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
     expect(envelope(res.body).error).to.deep.equal({ code: "NOT_FOUND", message: "No route for CONNECT example.com:443" });
   });
 
-  it("never reached the handler for any of them (only the HTTP/1.0 request), and still serves a well-formed request", async () => {
+  it("never reached the handler for a refused request, and still serves a well-formed request", async () => {
     const res = await rawExchange(port, "GET /well-formed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(res.status).to.equal(200);
     expect(res.body).to.equal("ok");
-    expect(handled).to.deep.equal(["/http-1.0", "/well-formed"]);
+    expect(handled).to.deep.equal(["/http-1.0", "/after-refusal", "/well-formed"]);
   });
 });
