@@ -4,14 +4,24 @@ import { expect } from "chai";
 import fc from "fast-check";
 import { z } from "zod";
 import {
+  AcceptInvitationRequest,
+  ConsoleUpdateOrganizationRequest,
   CreateApiKeyRequest,
   CreateChannelRequest,
+  CreateInvitationRequest,
   CreateOrganizationRequest,
+  CreateTemplateRequest,
+  CreateUserRequest,
   CreateWebhookRequest,
   ErrorCode,
   ManualOptOutRequest,
+  OptOutRequest,
+  SignInRequest,
+  TemplateSendJobRequest,
   UpdateChannelRequest,
   UpdateOrganizationRequest,
+  UpdateTemplateRequest,
+  UpdateUserRoleRequest,
   UpdateWebhookRequest,
 } from "@platform/contracts";
 import { E2E } from "./stack";
@@ -20,7 +30,9 @@ import { E2E } from "./stack";
  * Property-based fuzzing of every public route (issue: proof under fire).
  * Operations come from the served OpenAPI document (`/api/v1`), from the
  * contract's admin table (`/admin/v1`, bodies from the contracts' zod
- * schemas) and the provider webhook. Each run builds one request: a body
+ * schemas), the provider webhook and the console's API (`/console/api`,
+ * signed in as an Owner of a third organization: session cookie, CSRF
+ * token and Origin, or a broken one of them). Each run builds one request: a body
  * that follows the schema, or one mutated away from it (wrong types,
  * missing and extra fields, huge and deeply nested values), sent as JSON,
  * another content type or invalid UTF-8, with odd headers and hostile
@@ -37,7 +49,7 @@ type JsonSchema = { [k: string]: any };
 interface Operation {
   method: string;
   path: string;
-  auth: "api" | "admin" | "provider";
+  auth: "api" | "admin" | "provider" | "console";
   query: string[];
   body?: JsonSchema;
 }
@@ -161,6 +173,8 @@ function encode(value: unknown, how: string): { bytes?: Buffer; type?: string } 
   }
 }
 
+const CONSOLE_PASSWORD = "correct horse battery staple";
+
 const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
 
 function send(base: string, method: string, path: string, headers: Record<string, string>, bytes?: Buffer) {
@@ -182,7 +196,7 @@ const input = (schema: z.ZodType) => z.toJSONSchema(schema, { io: "input", unrep
 describe("e2e: fuzzing every route", function () {
   this.timeout(Math.max(300_000, RUNS * 200));
   const e2e = new E2E();
-  before(() => e2e.start({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "false" }));
+  before(() => e2e.start({ WEBHOOK_ALLOW_PRIVATE_TARGETS: "false", CONSOLE_SCRYPT_COST: "12" }));
   after(() => e2e.stop());
 
   it(`never answers 5xx, always the contract's envelope, and no process dies (${RUNS} runs, seed ${SEED})`, async () => {
@@ -215,16 +229,71 @@ describe("e2e: fuzzing every route", function () {
       ["POST", `${org}/webhooks/{webhookId}/test`, undefined],
       ["GET", `${org}/webhooks/{webhookId}/deliveries`, undefined],
       ["POST", `${org}/opt-outs`, ManualOptOutRequest],
+      ["GET", `${org}/opt-outs`, undefined],
+      ["POST", `${org}/users`, CreateUserRequest],
+      ["GET", `${org}/users`, undefined],
     ];
     // Templates are administered once their service serves them (its operations are in the document then).
-    if (Object.keys(spec.paths).some((p) => p.startsWith("/api/v1/templates"))) {
-      admin.push(["POST", `${org}/templates`, undefined], ["GET", `${org}/templates`, undefined]);
+    const templates = Object.keys(spec.paths).some((p) => p.startsWith("/api/v1/templates"));
+    if (templates) {
+      admin.push(
+        ["POST", `${org}/templates`, CreateTemplateRequest],
+        ["GET", `${org}/templates`, undefined],
+        ["PATCH", `${org}/templates/{templateId}`, UpdateTemplateRequest],
+        ["GET", `${org}/template-jobs`, undefined],
+      );
     }
     for (const [method, path, schema] of admin) {
       operations.push({ method, path, auth: "admin", query: method === "GET" ? ["limit", "cursor"] : [], body: schema ? input(schema) : undefined });
     }
     operations.push({ method: "POST", path: "/provider/webhooks", auth: "provider", query: [] });
     operations.push({ method: "GET", path: "/provider/webhooks", auth: "provider", query: ["hub.mode", "hub.verify_token", "hub.challenge"] });
+    // The console's API: its own routes and those it rebuilds for a service. Not the sign-out: the session must last the run.
+    const consoleOps: Array<[string, string, z.ZodType?, string[]?]> = [
+      ["POST", "/console/api/session", SignInRequest],
+      ["GET", "/console/api/session"],
+      ["POST", "/console/api/invitations/accept", AcceptInvitationRequest],
+      ["GET", "/console/api/organization"],
+      ["PATCH", "/console/api/organization", ConsoleUpdateOrganizationRequest],
+      ["GET", "/console/api/users"],
+      ["PATCH", "/console/api/users/{userId}", UpdateUserRoleRequest],
+      ["DELETE", "/console/api/users/{userId}"],
+      ["GET", "/console/api/invitations"],
+      ["POST", "/console/api/invitations", CreateInvitationRequest],
+      ["DELETE", "/console/api/invitations/{invitationId}"],
+      ["GET", "/console/api/api-keys", undefined, ["limit", "cursor"]],
+      ["POST", "/console/api/api-keys", CreateApiKeyRequest],
+      ["DELETE", "/console/api/api-keys/{keyId}"],
+      ["GET", "/console/api/channels"],
+      ["POST", "/console/api/channels", CreateChannelRequest],
+      ["PATCH", "/console/api/channels/{channelId}", UpdateChannelRequest],
+      ["GET", "/console/api/webhooks"],
+      ["POST", "/console/api/webhooks", CreateWebhookRequest],
+      ["PATCH", "/console/api/webhooks/{webhookId}", UpdateWebhookRequest],
+      ["DELETE", "/console/api/webhooks/{webhookId}"],
+      ["POST", "/console/api/webhooks/{webhookId}/test"],
+      ["GET", "/console/api/webhooks/{webhookId}/deliveries", undefined, ["limit", "cursor"]],
+      ["POST", "/console/api/opt-outs/actions", OptOutRequest],
+      ["POST", "/console/api/opt-outs", ManualOptOutRequest],
+      ["GET", "/console/api/opt-outs", undefined, ["phone"]],
+      ["GET", "/console/api/contacts", undefined, ["limit", "cursor"]],
+      ["GET", "/console/api/conversations", undefined, ["limit", "cursor"]],
+      ["GET", "/console/api/analytics", undefined, ["from", "to", "granularity", "messagingChannelId"]],
+    ];
+    if (templates) {
+      consoleOps.push(
+        ["GET", "/console/api/templates", undefined, ["limit", "cursor"]],
+        ["POST", "/console/api/templates", CreateTemplateRequest],
+        ["PATCH", "/console/api/templates/{templateId}", UpdateTemplateRequest],
+        ["GET", "/console/api/template-jobs", undefined, ["limit", "cursor"]],
+        ["POST", "/console/api/template-jobs", TemplateSendJobRequest],
+        ["GET", "/console/api/template-jobs/{jobId}"],
+        ["POST", "/console/api/template-jobs/{jobId}/cancel"],
+      );
+    }
+    for (const [method, path, schema, query] of consoleOps) {
+      operations.push({ method, path, auth: "console", query: query ?? [], body: schema ? input(schema) : undefined });
+    }
 
     // The integrator's organization (a limit the fuzz cannot exhaust) and a second one the admin calls act on.
     const caller = await e2e.organization({ rateLimit: { perSecond: 100_000, burst: 100_000 } });
@@ -235,13 +304,49 @@ describe("e2e: fuzzing every route", function () {
       providerPhoneNumberId: `pnfuzz${Date.now()}`,
     });
     expect(channel.status).to.equal(201);
-    const realIds = [target.id, caller.id, channel.body.id, target.keyId];
+    // The console's organization, its Owner signed in for the whole run.
+    const consoleOrg = await e2e.organization();
+    const email = `fuzz-owner-${Date.now()}@example.com`;
+    const owner = await e2e.admin("POST", `/admin/v1/organizations/${consoleOrg.id}/users`, { email, password: CONSOLE_PASSWORD, role: "owner" });
+    expect(owner.status, JSON.stringify(owner.body)).to.equal(201);
+    const signIn = await fetch(`${e2e.stack.url}/console/api/session`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Origin: e2e.stack.url },
+      body: JSON.stringify({ email, password: CONSOLE_PASSWORD }),
+    });
+    expect(signIn.status).to.equal(201);
+    const session = { cookie: signIn.headers.getSetCookie()[0].split(";")[0], csrf: ((await signIn.json()) as { csrfToken: string }).csrfToken };
+    const consoleChannel = await e2e.admin("POST", `/admin/v1/organizations/${consoleOrg.id}/channels`, {
+      name: "Fuzz console",
+      phoneNumber: "+15550100001",
+      providerPhoneNumberId: `pnfuzzc${Date.now()}`,
+    });
+    expect(consoleChannel.status).to.equal(201);
+    const realIds = [target.id, caller.id, channel.body.id, target.keyId, consoleOrg.id, consoleChannel.body.id, consoleOrg.keyId];
     const param = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...realIds) }, { weight: 2, arbitrary: hostile }, { weight: 1, arbitrary: fc.string({ maxLength: 30 }) });
-    const authHeader = (op: Operation) =>
-      fc.oneof(
-        { weight: 8, arbitrary: fc.constant(op.auth === "admin" ? `Bearer ${e2e.stack.adminToken}` : op.auth === "api" ? `Bearer ${caller.key}` : undefined) },
-        { weight: 1, arbitrary: fc.constantFrom(undefined, "Bearer", "Basic YTpi", `bearer  ${caller.key}`, `Bearer ${"x".repeat(9_000)}`, `Bearer svc_${"\u00e9".repeat(20)}`) },
-      );
+    const bearer = (v: string | undefined): Record<string, string> => (v === undefined ? {} : { Authorization: v });
+    const signedIn = { Cookie: session.cookie, "X-CSRF-Token": session.csrf, Origin: e2e.stack.url };
+    const authHeaders = (op: Operation): fc.Arbitrary<Record<string, string>> =>
+      op.auth === "console"
+        ? fc.oneof(
+            { weight: 8, arbitrary: fc.constant(signedIn) },
+            {
+              weight: 1,
+              arbitrary: fc.constantFrom<Record<string, string>>(
+                {},
+                { Cookie: session.cookie, Origin: e2e.stack.url },
+                { ...signedIn, "X-CSRF-Token": "forged" },
+                { ...signedIn, Origin: "https://evil.example" },
+                { ...signedIn, Cookie: "platform_session=forged" },
+                { ...signedIn, Cookie: `${session.cookie}; ${session.cookie}x` },
+                { ...signedIn, Authorization: `Bearer ${caller.key}` },
+              ),
+            },
+          )
+        : fc.oneof(
+            { weight: 8, arbitrary: fc.constant(bearer(op.auth === "admin" ? `Bearer ${e2e.stack.adminToken}` : op.auth === "api" ? `Bearer ${caller.key}` : undefined)) },
+            { weight: 1, arbitrary: fc.constantFrom(undefined, "Bearer", "Basic YTpi", `bearer  ${caller.key}`, `Bearer ${"x".repeat(9_000)}`, `Bearer svc_${"\u00e9".repeat(20)}`).map(bearer) },
+          );
     const extraHeaders = fc.record(
       {
         "Idempotency-Key": fc.oneof(fc.string({ maxLength: 20 }), fc.constant("k".repeat(300)), hostile),
@@ -250,7 +355,7 @@ describe("e2e: fuzzing every route", function () {
         "X-Request-Id": fc.oneof(fc.string({ maxLength: 10 }), fc.constant("r".repeat(500))),
         "X-Forwarded-For": fc.constant("10.0.0.1, 127.0.0.1"),
         Accept: fc.constantFrom("*/*", "text/html", "application/xml"),
-        Expect: fc.constantFrom("100-continue", "something-else"),
+        Expect: fc.oneof({ weight: 9, arbitrary: fc.constant("100-continue") }, { weight: 1, arbitrary: fc.constant("something-else") }),
       },
       { requiredKeys: [] },
     );
@@ -266,14 +371,15 @@ describe("e2e: fuzzing every route", function () {
           query: fc.array(fc.tuple(fc.constantFrom(...(op.query.length ? op.query : ["x"])), fc.oneof(fc.constantFrom("1", "25", "100", "0", "101", "1e2", "0x10", "-1", ""), hostile)), { maxLength: 3 }),
           body: body(op.body, defs),
           encoding,
-          auth: authHeader(op),
+          auth: authHeaders(op),
           headers: extraHeaders,
           sign: fc.boolean(),
         });
       });
 
     const allowed = new Set<string>(ErrorCode.options.filter((c) => c !== "INTERNAL_ERROR"));
-    const seen = new Map<number, number>();
+    /** Answers by kind of caller and status ("console 201"). */
+    const seen = new Map<string, number>();
     await fc.assert(
       fc.asyncProperty(request, async (r) => {
         let i = 0;
@@ -283,13 +389,14 @@ describe("e2e: fuzzing every route", function () {
         const encoded = withBody ? encode(r.body, r.encoding) : {};
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(r.headers)) if (v !== undefined) headers[k] = String(v).replace(/[^\x20-\x7e]/g, "?");
-        if (r.auth) headers.Authorization = r.auth.replace(/[^\x20-\x7e]/g, "?");
+        for (const [k, v] of Object.entries(r.auth)) headers[k] = v.replace(/[^\x20-\x7e]/g, "?");
         if (encoded.type) headers["Content-Type"] = encoded.type;
         if (r.op.auth === "provider" && encoded.bytes && r.sign) {
           headers["X-Hub-Signature-256"] = `sha256=${createHmac("sha256", e2e.stack.env.PROVIDER_APP_SECRET ?? "dev-app-secret").update(encoded.bytes).digest("hex")}`;
         }
         const res = await send(e2e.stack.url, r.op.method, qs ? `${path}?${qs}` : path, headers, encoded.bytes);
-        seen.set(res.status, (seen.get(res.status) ?? 0) + 1);
+        const kind = `${r.op.auth} ${res.status}`;
+        seen.set(kind, (seen.get(kind) ?? 0) + 1);
         const what = `${r.op.method} ${`${path}${qs ? `?${qs}` : ""}`.slice(0, 200)} (${r.encoding}) → ${res.status} ${res.text.slice(0, 300)}`;
         expect(res.status, what).to.be.below(500);
         expect(res.headers, what).to.not.have.property("x-powered-by");
@@ -309,7 +416,10 @@ describe("e2e: fuzzing every route", function () {
     const ready = await fetch(`${e2e.stack.url}/readyz`);
     expect(ready.status, "every service still ready").to.equal(200);
     if (process.env.FUZZ_VERBOSE) process.stdout.write(`statuses: ${JSON.stringify([...seen].sort())}\n`);
-    // The fuzz reached past validation too: some requests were accepted.
-    expect([...seen.keys()].some((s) => s < 300), `statuses seen: ${JSON.stringify([...seen])}`).to.equal(true);
+    // The fuzz reached past validation too: some requests of the integrator, the operator and the console were accepted.
+    for (const auth of ["api", "admin", "console"]) {
+      const accepted = [...seen.keys()].some((k) => k.startsWith(`${auth} `) && Number(k.split(" ")[1]) < 300);
+      expect(accepted, `${auth}: statuses seen: ${JSON.stringify([...seen])}`).to.equal(true);
+    }
   });
 });
