@@ -356,6 +356,7 @@ describe("e2e: fuzzing every route", function () {
         "X-Forwarded-For": fc.constant("10.0.0.1, 127.0.0.1"),
         Accept: fc.constantFrom("*/*", "text/html", "application/xml"),
         Expect: fc.oneof({ weight: 9, arbitrary: fc.constant("100-continue") }, { weight: 1, arbitrary: fc.constant("something-else") }),
+        "Content-Encoding": fc.oneof({ weight: 9, arbitrary: fc.constant("identity") }, { weight: 1, arbitrary: fc.constantFrom("gzip", "br", "x-unknown") }),
       },
       { requiredKeys: [] },
     );
