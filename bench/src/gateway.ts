@@ -16,7 +16,8 @@ export async function run(): Promise<string> {
   const port = await freePort();
   const adminToken = "bench-admin-token-0123456789";
   const gw = await startChild(
-    path.join(REPO_ROOT, "services/gateway/dist/index.js"),
+    // BENCH_SERVICES_ROOT: the gateway of another checkout (built), for an A/B in the same phase of the machine.
+    path.join(process.env.BENCH_SERVICES_ROOT ?? REPO_ROOT, "services/gateway/dist/index.js"),
     [],
     {
       ...process.env,
