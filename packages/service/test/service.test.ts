@@ -40,7 +40,7 @@ describe("startService", () => {
     }
   });
 
-  it("boots on real Postgres and NATS with probes, metrics and internal auth", async () => {
+  it("boots on real Postgres and NATS with probes, metrics, internal auth and the envelope for headers it cannot read", async () => {
     const svc = await startService(
       definition,
       { DATABASE_URL: env.databaseUrl, NATS_URL: env.natsUrl, BUS_NAMESPACE: env.namespace, INTERNAL_TOKEN: env.internalToken, PORT: "0", LOG_LEVEL: "silent" },
@@ -52,6 +52,10 @@ describe("startService", () => {
       await request(svc.url).get("/api/v1/greeting").expect(401);
       const res = await request(svc.url).get("/api/v1/greeting").set("x-internal-token", env.internalToken).expect(200);
       expect(res.body).to.deep.equal({ greeting: "hello" });
+      // A call whose headers the gateway could still read but the service cannot (the gateway adds its own): the envelope.
+      const huge = await request(svc.url).get("/api/v1/greeting").set("x-internal-token", env.internalToken).set("x-padding", "p".repeat(17_000));
+      expect(huge.status).to.equal(431);
+      expect(huge.body).to.deep.equal({ error: { code: "PAYLOAD_TOO_LARGE", message: "The request line and headers are over 16 KB" } });
     } finally {
       await svc.stop();
     }
