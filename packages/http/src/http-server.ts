@@ -1,7 +1,7 @@
 import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { ErrorCode } from "@platform/contracts";
-import type { ErrorDetail } from "./errors";
+import { ApiError, type ErrorDetail } from "./errors";
 
 type ClientError = Error & { code?: string };
 type Refusal = { status: number; code: ErrorCode; message: string; details?: ErrorDetail[] };
@@ -40,14 +40,14 @@ export function createHttpServer(listener: RequestListener, options: ServerOptio
       socket.destroy();
       return;
     }
-    answerOnSocket(socket, refusalOf(err));
+    answerOnSocket(socket, refusalOf(err, options.maxHeaderSize ?? maxHeaderSize));
   });
   return server;
 }
 
-function refusalOf(err: ClientError): Refusal {
+function refusalOf(err: ClientError, headerLimit: number): Refusal {
   if (err.code === "HPE_HEADER_OVERFLOW") {
-    return { status: 431, code: "PAYLOAD_TOO_LARGE", message: `The request line and headers are over ${maxHeaderSize / 1024} KB` };
+    return { status: 431, code: "PAYLOAD_TOO_LARGE", message: `The request line and headers are over ${headerLimit / 1024} KB` };
   }
   if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
     return { status: 408, code: "VALIDATION_ERROR", message: "The request was not received in time", details: [{ path: "request", message: "not received whole in time" }] };
@@ -55,7 +55,8 @@ function refusalOf(err: ClientError): Refusal {
   return { status: 400, code: "VALIDATION_ERROR", message: "The request is not valid HTTP/1.1", details: [{ path: "request", message: "not valid HTTP/1.1" }] };
 }
 
-const bodyOf = (r: Refusal) => JSON.stringify({ error: { code: r.code, message: r.message, ...(r.details ? { details: r.details } : {}) } });
+/** The envelope as `ApiError` writes it; the status is HTTP's for the case, which may differ from the code's usual one. */
+const bodyOf = (r: Refusal) => JSON.stringify(new ApiError(r.code, r.message, r.details).toJSON());
 
 function refuse(res: ServerResponse, r: Refusal): void {
   const body = bodyOf(r);

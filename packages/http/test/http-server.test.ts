@@ -27,19 +27,19 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
   let server: http.Server;
   let port: number;
   const handled: string[] = [];
+  const listen = async (s: http.Server) => {
+    await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+    return (s.address() as AddressInfo).port;
+  };
+  const close = (s: http.Server) => new Promise<void>((resolve) => s.close(() => resolve()));
   before(async () => {
-    // A short request timeout, checked often, so that the 408 path is reached within the test.
-    server = createHttpServer(
-      (req, res) => {
-        handled.push(req.url ?? "");
-        res.end("ok");
-      },
-      { requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 },
-    );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    port = (server.address() as AddressInfo).port;
+    server = createHttpServer((req, res) => {
+      handled.push(req.url ?? "");
+      res.end("ok");
+    });
+    port = await listen(server);
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => close(server));
 
   const envelope = (body: string) => JSON.parse(body) as { error: { code: string; message: string; details?: Array<{ path: string; message: string }> } };
 
@@ -68,10 +68,16 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
   });
 
   it("answers a request not received whole in time with 408 VALIDATION_ERROR", async () => {
-    // Headers never finished: the handler never runs, node's timer refuses the request.
-    const res = await rawExchange(port, "GET /things HTTP/1.1\r\nHost: x\r\n");
-    expect(res.status).to.equal(408);
-    expect(envelope(res.body).error.code).to.equal("VALIDATION_ERROR");
+    // A server of its own with a short timeout, checked often, so that the other tests never meet it on a slow machine.
+    const slow = createHttpServer(() => handled.push("timed out"), { requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 });
+    try {
+      // Headers never finished: the handler never runs, node's timer refuses the request.
+      const res = await rawExchange(await listen(slow), "GET /things HTTP/1.1\r\nHost: x\r\n");
+      expect(res.status).to.equal(408);
+      expect(envelope(res.body).error.code).to.equal("VALIDATION_ERROR");
+    } finally {
+      await close(slow);
+    }
   });
 
   it("answers an HTTP/1.1 request without Host with 400 VALIDATION_ERROR at headers.host (HTTP/1.0 needs none)", async () => {
