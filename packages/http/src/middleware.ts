@@ -151,6 +151,8 @@ interface BodyParserError extends Error {
 export function toApiError(err: unknown, log: Logger, context: { requestId: unknown; path: string }): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof z.ZodError) return ApiError.validation(zodDetails(err));
+  // The router could not decode a path parameter (`%ZZ`, a cut `%E0%A4%A`): the path names nothing this API knows.
+  if (err instanceof URIError) return new ApiError("VALIDATION_ERROR", "The request path is not valid percent-encoding", [{ path: "url", message: "is not valid percent-encoding" }]);
   const e = err as BodyParserError;
   switch (e?.type) {
     case "entity.parse.failed":

@@ -16,6 +16,9 @@ function app() {
   routes.get("/things", (req, res) => {
     res.json(parseQuery(z.object({ limit: z.coerce.number().int().min(1).max(100).default(25) }), req));
   });
+  routes.get("/things/:id", (req, res) => {
+    res.json({ id: req.params.id });
+  });
   routes.get("/boom", () => {
     throw new Error("secret internals");
   });
@@ -58,6 +61,16 @@ describe("http kit", () => {
     expect(res.body.error.details[0].path).to.equal("url");
     await request(app()).get("/things/%00").set(internal).expect(400);
     await request(app()).get("/things/%00").expect(401);
+  });
+
+  it("answers a path parameter that is not valid percent-encoding with VALIDATION_ERROR, not a 500", async () => {
+    expect((await request(app()).get("/things/a%20b").set(internal).expect(200)).body).to.deep.equal({ id: "a b" });
+    for (const bad of ["%ZZ", "%E0%A4%A", "%", "ok%C3"]) {
+      const res = await request(app()).get(`/things/${bad}`).set(internal).expect(400);
+      expect(res.body, bad).to.deep.equal({
+        error: { code: "VALIDATION_ERROR", message: "The request path is not valid percent-encoding", details: [{ path: "url", message: "is not valid percent-encoding" }] },
+      });
+    }
   });
 
   it("answers INVALID_JSON, PAYLOAD_TOO_LARGE and a missing body", async () => {

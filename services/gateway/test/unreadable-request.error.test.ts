@@ -31,4 +31,18 @@ describe("gateway: a request node:http cannot read", () => {
     const ping = await get(`${h.url}/api/v1/ping`, { Authorization: `Bearer ${key}` });
     expect(ping.status).to.equal(200);
   });
+
+  it("answers a path that is not valid percent-encoding with 400 VALIDATION_ERROR, not a 500 (admin routes of its own)", async () => {
+    const { id } = await h.organization();
+    for (const [method, path] of [
+      ["get", "/admin/v1/organizations/%E0%A4%A"],
+      ["patch", "/admin/v1/organizations/%ZZ"],
+      ["delete", `/admin/v1/organizations/${id}/api-keys/%ZZ`],
+    ] as const) {
+      const res = await h.admin()[method](path);
+      expect(res.status, `${method} ${path}`).to.equal(400);
+      expect(res.body.error).to.include({ code: "VALIDATION_ERROR" });
+      expect(res.body.error.details).to.deep.equal([{ path: "url", message: "is not valid percent-encoding" }]);
+    }
+  });
 });
