@@ -6,49 +6,13 @@
  */
 import { z } from "zod";
 import { Timestamp } from "./common";
-
-const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:?\d{2})?$/i;
-
-/**
- * The instant an analytics date stands for, in milliseconds since the epoch,
- * or undefined when it is not a real date. A date-only start is
- * 00:00:00.000Z of that day, a date-only end 23:59:59.999Z (UTC). A full
- * ISO 8601 date-time without an offset is read as UTC; digits past the
- * millisecond are dropped (the API's precision is the millisecond).
- */
-export function analyticsInstant(value: string, edge: "start" | "end"): number | undefined {
-  const d = DATE_ONLY.exec(value);
-  if (d) {
-    const ms = Date.UTC(Number(d[1]), Number(d[2]) - 1, Number(d[3]));
-    if (!sameDay(ms, Number(d[1]), Number(d[2]), Number(d[3]))) return undefined;
-    return edge === "start" ? ms : ms + 86_400_000 - 1;
-  }
-  const t = DATE_TIME.exec(value);
-  if (!t) return undefined;
-  const [, y, mo, da, h, mi, s = "0", frac = "", zone = "Z"] = t;
-  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
-  const local = Date.UTC(Number(y), Number(mo) - 1, Number(da), Number(h), Number(mi), Number(s), Number(frac.padEnd(3, "0").slice(0, 3)));
-  if (!sameDay(local, Number(y), Number(mo), Number(da))) return undefined;
-  let offsetMin = 0;
-  if (zone.toUpperCase() !== "Z") {
-    const m = /^([+-])(\d{2}):?(\d{2})$/.exec(zone)!;
-    if (Number(m[2]) > 23 || Number(m[3]) > 59) return undefined;
-    offsetMin = (m[1] === "-" ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3]));
-  }
-  return local - offsetMin * 60_000;
-}
-
-function sameDay(ms: number, y: number, m: number, d: number): boolean {
-  const date = new Date(ms);
-  return !Number.isNaN(ms) && date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d && y >= 1970 && y <= 9999;
-}
+import { DATE_INPUT_MESSAGE, dateInstant } from "./dates";
 
 const AnalyticsDate = (edge: "start" | "end") =>
   z
     .string()
-    .refine((v) => analyticsInstant(v, edge) !== undefined, {
-      message: "must be a date (YYYY-MM-DD) or an ISO 8601 date-time (YYYY-MM-DDTHH:mm:ss.sssZ)",
+    .refine((v) => dateInstant(v, edge) !== undefined, {
+      message: DATE_INPUT_MESSAGE,
     })
     .meta({
       description:
@@ -62,8 +26,8 @@ const AnalyticsDate = (edge: "start" | "end") =>
 export const AnalyticsQuery = z
   .object({ startDate: AnalyticsDate("start"), endDate: AnalyticsDate("end") })
   .superRefine((q, ctx) => {
-    const start = analyticsInstant(q.startDate, "start");
-    const end = analyticsInstant(q.endDate, "end");
+    const start = dateInstant(q.startDate, "start");
+    const end = dateInstant(q.endDate, "end");
     if (start !== undefined && end !== undefined && start > end) {
       ctx.addIssue({ code: "custom", path: ["startDate"], message: "must not be after endDate" });
     }

@@ -9,6 +9,7 @@ export * from "./openapi";
 export * from "./messaging";
 export * from "./contacts";
 export * from "./webhooks";
+export * from "./dates";
 export * from "./analytics";
 export * from "./templates";
 export * from "./console";

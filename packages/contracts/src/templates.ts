@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { Id, Timestamp, page } from "./common";
 import { TemplateButtonParameter, TemplateHeaderFormat } from "./messaging";
+import { DATE_INPUT_MESSAGE, dateInstant } from "./dates";
 import { normalizePhone } from "./phone";
 
 export const TemplateStatus = z.enum(["pending", "approved", "rejected", "paused", "disabled"]);
@@ -79,7 +80,11 @@ export const TemplateSendJobRequest = z
     messagingChannelId: z.string().min(1).max(64),
     headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).optional(),
     recipients: z.array(TemplateRecipient).min(1).max(50_000),
-    scheduledAt: z.iso.datetime({ offset: true }).optional(),
+    scheduledAt: z
+      .string()
+      .refine((v) => dateInstant(v) !== undefined, { message: DATE_INPUT_MESSAGE })
+      .optional()
+      .meta({ description: "when to start: date-only (00:00:00.000Z of that day, UTC) or full ISO 8601 (UTC when no offset is given)", example: "2026-12-01T09:00:00Z" }),
     throttlePerHour: z.number().int().min(1).max(100_000).optional(),
   })
   .meta({ id: "TemplateSendRequest" });

@@ -1,5 +1,6 @@
 import { expect } from "chai";
-import { AnalyticsQuery, analyticsInstant } from "../src/analytics";
+import { AnalyticsQuery } from "../src/analytics";
+import { dateInstant as analyticsInstant } from "../src/dates";
 
 describe("analytics dates", () => {
   it("reads a date-only start as 00:00:00.000Z and a date-only end as 23:59:59.999Z (UTC)", () => {
@@ -15,10 +16,23 @@ describe("analytics dates", () => {
     expect(at("2026-01-01T10:00:00+02:00")).to.equal("2026-01-01T08:00:00.000Z");
     expect(at("2026-01-01T10:00:00-0130")).to.equal("2026-01-01T11:30:00.000Z");
     expect(at("2026-01-01T10:00:00")).to.equal("2026-01-01T10:00:00.000Z");
+    // An hour-only offset, a comma before the fraction, digits past the nanosecond (all ISO 8601).
+    expect(at("2026-01-01T10:00:00+02")).to.equal("2026-01-01T08:00:00.000Z");
+    expect(at("2026-01-01T10:00:00,25Z")).to.equal("2026-01-01T10:00:00.250Z");
+    expect(at("2026-01-01T10:00:00.1234567891Z")).to.equal("2026-01-01T10:00:00.123Z");
+  });
+
+  it("reads any year from 0001 to 9999, before 1970 and below 100 too", () => {
+    const at = (v: string, edge: "start" | "end" = "start") => new Date(analyticsInstant(v, edge)!).toISOString();
+    expect(at("1900-01-01")).to.equal("1900-01-01T00:00:00.000Z");
+    expect(at("1969-12-31", "end")).to.equal("1969-12-31T23:59:59.999Z");
+    expect(at("0050-03-01T12:00:00Z")).to.equal("0050-03-01T12:00:00.000Z");
+    expect(at("0001-01-01")).to.equal("0001-01-01T00:00:00.000Z");
+    expect(at("9999-12-31", "end")).to.equal("9999-12-31T23:59:59.999Z");
   });
 
   it("refuses impossible or malformed dates", () => {
-    for (const v of ["2025-02-29", "2026-04-31", "2026-00-10", "2026-01-01T24:00:00Z", "2026-01-01T10:60Z", "2026-01-01 10:00", "20260101", "", "1969-12-31"]) {
+    for (const v of ["2025-02-29", "2026-04-31", "2026-00-10", "2026-01-01T24:00:00Z", "2026-01-01T10:60Z", "2026-01-01 10:00", "20260101", "", "0000-01-01", "0050-02-29", "2026-01-01T10:00:00+24:00", "2026-01-01T10:00:00+2"]) {
       expect(analyticsInstant(v, "start"), v).to.equal(undefined);
     }
   });

@@ -20,6 +20,23 @@ describe("POST /api/v1/templates/send: creation, validation, idempotency; GET an
     expect(Date.parse(res.body.scheduledFor)).to.be.greaterThan(Date.now());
   });
 
+  it("reads scheduledAt as service-spec.md's date inputs: date-only is 00:00:00.000Z of that day, a date-time without an offset is UTC", async () => {
+    const { org, channel, template } = await setup(h);
+    const year = new Date().getUTCFullYear() + 2;
+    for (const [scheduledAt, scheduledFor] of [
+      [`${year}-03-01`, `${year}-03-01T00:00:00.000Z`],
+      [`${year}-03-01T10:30:00`, `${year}-03-01T10:30:00.000Z`],
+      [`${year}-03-01T10:30:00+02:00`, `${year}-03-01T08:30:00.000Z`],
+    ]) {
+      const res = await api(h, org).post("/api/v1/templates/send").send({ templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(res.body.scheduledFor, scheduledAt).to.equal(scheduledFor);
+    }
+    const bad = await api(h, org).post("/api/v1/templates/send").send({ templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: `${year}-02-30` });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error.details[0].path).to.equal("scheduledAt");
+  });
+
   it("accepts the provider's numeric template id with templateAccountId; without it 400, with another account 404", async () => {
     const { org, channel, template } = await setup(h);
     const body = { templateId: template.providerTemplateId, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: farFuture() };

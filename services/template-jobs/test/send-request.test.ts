@@ -17,6 +17,9 @@ describe("readSendRequest: the send body read without zod per recipient", () => 
     { ...head, recipients: [{ phone: "5511987654321", buttonParameters: [{ type: "url", text: "abc", index: 1 }, { type: "quick_reply", payload: "p" }] }] },
     { ...head, templateId: "424242", templateAccountId: "waba_1", recipients: [{ phone: "+14155550102", bodyParameters: ["x".repeat(1024)], extra: true }], unknown: 1 },
     { ...head, recipients: [{ phone: "+14155550103" }], scheduledAt: "2026-11-25T10:00:00+01:00", throttlePerHour: 100_000, headerMedia: { url: "https://x/y.pdf", fileName: "y.pdf" } },
+    // service-spec.md: a date input is date-only or full ISO 8601 (here without an offset: UTC).
+    { ...head, recipients: [{ phone: "+14155550104" }], scheduledAt: "2030-01-01" },
+    { ...head, recipients: [{ phone: "+14155550105" }], scheduledAt: "2030-01-01T10:00:00" },
     { ...head, recipients: Array.from({ length: 50_000 }, (_, i) => ({ phone: `+1415${2_000_000 + i}`, bodyParameters: [`c ${i}`] })) },
   ];
   valid.forEach((body, i) => {
@@ -50,6 +53,7 @@ describe("readSendRequest: the send body read without zod per recipient", () => 
     ["11 buttons", r({ phone: "+14155550101", buttonParameters: Array(11).fill({ type: "quick_reply", payload: "p" }) })],
     ["throttlePerHour 0", { ...head, recipients: [{ phone: "+14155550100" }], throttlePerHour: 0 }],
     ["scheduledAt not a date", { ...head, recipients: [{ phone: "+14155550100" }], scheduledAt: "tomorrow" }],
+    ["scheduledAt a day that does not exist", { ...head, recipients: [{ phone: "+14155550100" }], scheduledAt: "2030-02-30" }],
     ["no templateId", { messagingChannelId: "ch_1", recipients: [{ phone: "+14155550100" }] }],
   ];
   for (const [name, body] of invalid) {

@@ -1,4 +1,4 @@
-import { ANALYTICS_STATUSES, analyticsInstant, type AnalyticsQuery, type AnalyticsResult } from "@platform/contracts";
+import { ANALYTICS_STATUSES, dateInstant, type AnalyticsQuery, type AnalyticsResult } from "@platform/contracts";
 import type { Queryable } from "./apply-statuses";
 
 const HOUR = 3_600_000;
@@ -18,15 +18,21 @@ export interface QueryPlan {
 
 const floorTo = (ms: number, unit: number) => Math.floor(ms / unit) * unit;
 const ceilTo = (ms: number, unit: number) => Math.ceil(ms / unit) * unit;
+/** 00:00:00.000Z of the first of a month (`month` 0-based, rolling over; years below 100 taken as they are). */
+const monthStart = (year: number, month: number) => {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month, 1);
+  return d.getTime();
+};
 const monthFloor = (ms: number) => {
   const d = new Date(ms);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  return monthStart(d.getUTCFullYear(), d.getUTCMonth());
 };
 const monthCeil = (ms: number) => {
   const f = monthFloor(ms);
   if (f === ms) return ms;
   const d = new Date(ms);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  return monthStart(d.getUTCFullYear(), d.getUTCMonth() + 1);
 };
 
 /**
@@ -96,8 +102,8 @@ export async function countByStatus(db: Queryable, organizationId: string, plan:
 
 /** GET /api/v1/analytics: the outbound messages created in [startDate, endDate] (inclusive, ms), by current status. */
 export async function queryAnalytics(db: Queryable, organizationId: string, query: AnalyticsQuery): Promise<AnalyticsResult> {
-  const start = analyticsInstant(query.startDate, "start")!;
-  const end = analyticsInstant(query.endDate, "end")!;
+  const start = dateInstant(query.startDate, "start")!;
+  const end = dateInstant(query.endDate, "end")!;
   const counts = await countByStatus(db, organizationId, planQuery(start, end + 1));
   const out: Record<string, number> = {};
   for (const s of ANALYTICS_STATUSES) out[s] = 0;

@@ -1,4 +1,4 @@
-import { RPC, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
+import { dateInstant, RPC, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
 import { BusUnavailableError, outboxOrigin, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
@@ -93,7 +93,8 @@ export async function createJob(
   if (template.status !== "approved") throw new ApiError("TEMPLATE_NOT_APPROVED", `Template is ${template.status}, not approved`);
   await requireChannel(ctx, organizationId, body.messagingChannelId);
 
-  const scheduledAt = body.scheduledAt === undefined ? null : new Date(body.scheduledAt);
+  // A date-only `scheduledAt` is 00:00:00.000Z of that day; a date-time without an offset is UTC (service-spec.md).
+  const scheduledAt = body.scheduledAt === undefined ? null : new Date(dateInstant(body.scheduledAt)!);
   const scheduledFor = scheduledAt && scheduledAt.getTime() > Date.now() ? scheduledAt : null;
   const job = await ctx.db.transaction(async (m) => {
     const row = await jobsRepository.insert(m, {
