@@ -71,23 +71,14 @@ export async function createJob(
   const template = await findTemplate(ctx, organizationId, body);
   const n = body.recipients.length;
   const details: ErrorDetail[] = [];
-  const phones = new Array<string>(n);
-  const contactIds = new Array<string | null>(n);
-  const bodyParameters = new Array<string>(n);
-  const buttonParameters = new Array<string>(n);
-  for (let i = 0; i < n; i++) {
-    const r = body.recipients[i];
-    const params = r.bodyParameters ?? [];
-    if (params.length !== template.body_parameter_count && details.length < 100) {
+  for (let i = 0; i < n && details.length < 100; i++) {
+    const count = body.recipients[i].bodyParameters?.length ?? 0;
+    if (count !== template.body_parameter_count) {
       details.push({
         path: `recipients.${i}.bodyParameters`,
-        message: `must have exactly ${template.body_parameter_count} item(s), the template's body parameter count (has ${params.length})`,
+        message: `must have exactly ${template.body_parameter_count} item(s), the template's body parameter count (has ${count})`,
       });
     }
-    phones[i] = r.phone;
-    contactIds[i] = r.contactId ?? null;
-    bodyParameters[i] = JSON.stringify(params);
-    buttonParameters[i] = JSON.stringify(r.buttonParameters ?? []);
   }
   if (details.length) throw ApiError.validation(details);
   if (template.status !== "approved") throw new ApiError("TEMPLATE_NOT_APPROVED", `Template is ${template.status}, not approved`);
@@ -109,7 +100,7 @@ export async function createJob(
       // The request's id and trace, continued by the job's run.
       ...(({ requestId, traceparent }) => ({ request_id: requestId, traceparent }))(outboxOrigin()),
     });
-    await jobsRepository.insertRecipients(m, row.id, { phones, contactIds, bodyParameters, buttonParameters });
+    await jobsRepository.insertRecipients(m, row.id, body.recipients);
     const created = toJob(row);
     if (onCreated) await onCreated(m, created);
     return created;
