@@ -103,6 +103,14 @@ describe("HTTP sender (one attempt, loopback)", () => {
     expect(refused.error).to.match(/^connection error ECONNREFUSED/);
   });
 
+  it("counts an answer that comes after the timeout as a timeout (undici's own clock alone let it through, ~0.5 s late)", async () => {
+    handle = (_req, res) => {
+      const late = setTimeout(() => res.writeHead(200).end("late"), TIMEOUT_MS + 450);
+      res.on("close", () => clearTimeout(late));
+    };
+    expect(await sender.send(`${url}/late`, Buffer.from("{}"), {})).to.include({ ok: false, status: null, body: null, error: `timeout after ${TIMEOUT_MS} ms` });
+  });
+
   it("reports a URL it cannot send to as an error, without throwing", async () => {
     for (const bad of ["not a url", "ftp://127.0.0.1/x"]) {
       const out = await sender.send(bad, Buffer.from("{}"), {});

@@ -8,7 +8,7 @@
 import net from "node:net";
 import { Agent, buildConnector } from "undici";
 import { WEBHOOK_RESPONSE_BODY_LIMIT } from "@platform/contracts";
-import { post, postTarget } from "@platform/runtime";
+import { post, PostTimeoutError, postTarget } from "@platform/runtime";
 import { BlockedTargetError, blockedAddressReason, guardedLookup } from "./target-guard";
 
 /** The attempt log keeps this many characters of a response body. */
@@ -68,12 +68,16 @@ export class HttpSender {
   }
 
   /**
-   * One POST. The timeout is undici's own (connect, then the response
-   * headers, then each read of the body: WEBHOOK_TIMEOUT_MS each), which costs
-   * nothing per request, unlike a timer signal per attempt at thousands per
-   * second. The answer's body is read only as far as the attempt log keeps it
-   * (`post` of @platform/runtime: no body stream per attempt). `close()` ends
-   * every request in flight (shutdown).
+   * One POST. One timer bounds the whole attempt (waiting for a socket,
+   * connecting, the response headers; WEBHOOK_TIMEOUT_MS in all): an answer
+   * that comes later is a timeout. undici's own timeouts stay as a backstop
+   * only: they run on a clock that ticks every half second or so, and alone
+   * they let an answer 0.5 s past the timeout count as a success. (A plain
+   * timer per attempt costs about a microsecond; an AbortSignal per attempt
+   * would cost far more.) The answer's body is read only as far as the attempt
+   * log keeps it (`post` of @platform/runtime: no body stream per attempt); a
+   * 2xx whose body is still coming at the timeout is a success with an
+   * unknown body. `close()` ends every request in flight (shutdown).
    */
   async send(url: string, body: Buffer, headers: Record<string, string>): Promise<SendOutcome> {
     const started = performance.now();
@@ -84,7 +88,7 @@ export class HttpSender {
     } catch (err) {
       return { ok: false, status: null, body: null, error: describe(err, this.opts.timeoutMs), durationMs: durationMs() };
     }
-    const answer = await post(this.agent, target, headers, body, { readLimit: READ_LIMIT });
+    const answer = await post(this.agent, target, headers, body, { readLimit: READ_LIMIT, timeoutMs: this.opts.timeoutMs });
     if (answer.status === null) return { ok: false, status: null, body: null, error: describe(answer.error, this.opts.timeoutMs), durationMs: durationMs() };
     const ok = answer.status >= 200 && answer.status < 300;
     // A body that could not be read is only a log detail: the status is what counts.
@@ -110,7 +114,7 @@ function describe(err: unknown, timeoutMs: number): string {
   if (err instanceof BlockedTargetError || e?.code === "EBLOCKEDTARGET") return e.message ?? "blocked target address";
   if (e?.cause && (e.cause as { code?: string }).code === "EBLOCKEDTARGET") return e.cause.message ?? "blocked target address";
   if (e?.name === "AbortError") return "aborted";
-  if (e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT" || e?.code === "UND_ERR_CONNECT_TIMEOUT") {
+  if (err instanceof PostTimeoutError || e?.code === "UND_ERR_HEADERS_TIMEOUT" || e?.code === "UND_ERR_BODY_TIMEOUT" || e?.code === "UND_ERR_CONNECT_TIMEOUT") {
     return `timeout after ${timeoutMs} ms`;
   }
   const code = e?.code ?? e?.cause?.code;
