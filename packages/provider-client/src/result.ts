@@ -52,8 +52,10 @@ const TRANSIENT_HTTP = new Set([408, 429]);
  * provider's error code first, because it sends its throughput error (130429)
  * with varying HTTP statuses; then any 5xx is transient and any other 4xx is
  * permanent, whether or not its body is the provider's error shape (a 4xx
- * from a proxy in front of it, say, with an HTML body: code `http_<status>`),
- * except 408 and 429, which say "later". A 2xx without a message id, or an
+ * from a proxy in front of it, say, with an HTML body: code `http_<status>`).
+ * Only without the provider's error body do 408 and 429 say "later"; with it,
+ * its code decides ("classified by the provider's error code, not its HTTP
+ * status": a 429 whose code is not 130429 is permanent). A 2xx without a message id, or an
  * unexpected 1xx/3xx, is transient: we do not know what happened, and giving
  * up would lose a message the provider may accept on retry.
  */
@@ -79,6 +81,6 @@ export function classifyResponse(httpStatus: number, bodyText: string): Provider
   }
   const code = err.data.error.code !== undefined ? String(err.data.error.code) : `http_${httpStatus}`;
   const title = err.data.error.message ?? err.data.error.error_user_title ?? `HTTP ${httpStatus}`;
-  const transient = code === THROUGHPUT_ERROR_CODE || !clientError;
+  const transient = code === THROUGHPUT_ERROR_CODE || !(httpStatus >= 400 && httpStatus < 500);
   return { ok: false, kind: transient ? "transient" : "permanent", code, title, httpStatus };
 }

@@ -120,7 +120,7 @@ describe("createProviderClient", () => {
     expect(await send()).to.deep.equal({ ok: false, kind: "permanent", code: "190", title: "Invalid OAuth access token", httpStatus: 401 });
   });
 
-  it("classifies an unreadable 2xx as transient, an unreadable 4xx as permanent (408 and 429 transient)", async () => {
+  it("classifies an unreadable 2xx as transient, an unreadable 4xx as permanent (408 and 429 without the provider's error body transient)", async () => {
     next = { status: 200, body: "not json" };
     expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
     next = { status: 200, body: JSON.stringify({ messages: [] }) };
@@ -133,7 +133,9 @@ describe("createProviderClient", () => {
       next = { status, body: "<html>later</html>" };
       expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: status });
     }
-    expect(classifyResponse(429, JSON.stringify({ error: { message: "slow", code: 4 } }))).to.include({ kind: "transient", code: "4" });
+    // With the provider's error body, its code decides (contract section 4): only 130429 is transient among 4xx.
+    expect(classifyResponse(429, JSON.stringify({ error: { message: "slow", code: 4 } }))).to.include({ kind: "permanent", code: "4" });
+    expect(classifyResponse(408, JSON.stringify({ error: { message: "timeout", code: 1 } }))).to.include({ kind: "permanent", code: "1" });
   });
 
   it("classifies a timeout as transient, bounded by timeoutMs", async () => {
