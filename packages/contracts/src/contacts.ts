@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { RpcDef } from "./subjects";
+import { PROVIDER_MESSAGE_ID_MAX_LENGTH } from "./messaging";
 
 /** E.164 as `normalizePhone` produces it: `+`, a non-zero digit, up to 15 digits in all. */
 export const E164 = z.string().regex(/^\+[1-9]\d{1,14}$/, "must be E.164 (normalize it first)");
@@ -25,7 +26,7 @@ export const KEYWORD_CANDIDATE_MAX_LENGTH = 256;
  * `key` is the provider's message id, so a redelivered message opts nobody out twice.
  */
 export const InboundForKeywords = z.object({
-  key: z.string().min(1).max(512),
+  key: z.string().min(1).max(PROVIDER_MESSAGE_ID_MAX_LENGTH),
   messagingChannelId: z.string().min(1),
   phone: E164,
   type: z.string(),

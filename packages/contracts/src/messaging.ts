@@ -6,6 +6,13 @@
 import { z } from "zod";
 
 /** One inbound message of a `messages` change; unknown types (media, interactive) keep their `type`. */
+/**
+ * The longest provider message id messaging stores (the network's are about 60 characters). Longer ones cannot be an
+ * index key nor a keyword opt-out's key (contacts' `resolve-many`): such a message is skipped with a warning, the rest
+ * of its batch handled.
+ */
+export const PROVIDER_MESSAGE_ID_MAX_LENGTH = 512;
+
 export const ProviderInboundMessage = z
   .object({
     from: z.string().min(1),

@@ -97,6 +97,46 @@ describe("provider inbound messages", () => {
     expect(eventsOf(h, "conversation.opened", (d) => d.phone === phone)).to.have.length(1);
   });
 
+  it("stores the good messages of a batch that also holds ones it cannot store as sent: a timestamp past any date (now instead), an over-long id (skipped)", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const stamp = Date.now();
+    const message = (id: string, text: string, timestamp: string | number) => ({ from: phone.slice(1), id, timestamp, type: "text", text: { body: text } });
+    const status = await h.sim.postRaw({
+      object: "whatsapp_business_account",
+      entry: [
+        {
+          id: "waba",
+          changes: [
+            {
+              field: "messages",
+              value: {
+                metadata: { phone_number_id: channel.providerPhoneNumberId },
+                messages: [
+                  message(`wamid.good.${stamp}`, "good", String(Math.floor(stamp / 1000))),
+                  message(`wamid.future.${stamp}`, "far future", "99999999999999"),
+                  message(`wamid.long.${stamp}.${"x".repeat(8_000)}`, "long id", String(Math.floor(stamp / 1000))),
+                  message(`wamid.e13.${stamp}`, "1e13", 1e13),
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    });
+    expect(status).to.equal(200);
+    // Before, "Invalid time value" (and contacts refusing the long key) failed the whole batch on every redelivery.
+    const received = await eventually(() => {
+      const all = eventsOf(h, "message.received", (d) => d.phone === phone);
+      return all.length >= 3 ? all : undefined;
+    }, 10_000);
+    expect(received.map((e) => e.data.text).sort()).to.deep.equal(["1e13", "far future", "good"]);
+    for (const e of received) expect(Date.parse(e.data.receivedAt), e.data.text).to.be.within(stamp - 60_000, Date.now() + 60_000);
+    // The skipped one would have been written in the same transaction as these: nothing more can come.
+    expect(eventsOf(h, "message.received", (d) => d.phone === phone)).to.have.length(3);
+  });
+
   it("ignores unknown phone number ids and template status changes", async () => {
     const phone = uniquePhone();
     const status = await h.sim.postRaw({

@@ -2,6 +2,7 @@ import { enqueue, outboxOrigin, PermanentError, type OutboxMessage, type OutboxO
 import {
   KEYWORD_CANDIDATE_MAX_LENGTH,
   normalizePhone,
+  PROVIDER_MESSAGE_ID_MAX_LENGTH,
   ProviderMessagesValue,
   ProviderWebhookBody,
   type ProviderInboundMessage,
@@ -68,13 +69,21 @@ export function parseProviderJson(rawBody: string): unknown {
   return JSON.parse(rawBody, (_key, value: unknown) => (typeof value === "string" && value.includes("\0") ? value.replaceAll("\0", REPLACEMENT) : value));
 }
 
+/** The provider's timestamp (seconds), or now when it is missing, not a number, or no date at all (1e13 s is past any a Date can hold). */
 function providerTime(ts: string | number | undefined): Date {
   const seconds = Number(ts);
-  return Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date();
+  const at = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date(NaN);
+  return Number.isNaN(at.getTime()) ? new Date() : at;
 }
 
 async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value: ProviderMessagesValue): Promise<void> {
   const incoming = (value.messages ?? []).flatMap((m) => {
+    // One message that can never be stored must not hold back the rest of its batch (the whole batch would be
+    // redelivered until it reached the dead-letter stream, its good messages never stored).
+    if (m.id.length > PROVIDER_MESSAGE_ID_MAX_LENGTH) {
+      ctx.log.warn({ providerMessageId: `${m.id.slice(0, 80)}…`, length: m.id.length }, "inbound message with an over-long provider id ignored");
+      return [];
+    }
     const phone = normalizePhone(m.from);
     if (!phone) {
       ctx.log.warn({ providerMessageId: m.id }, "inbound message with an unreadable sender ignored");
