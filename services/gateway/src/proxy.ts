@@ -1,6 +1,6 @@
 import http from "node:http";
 import { createProxyMiddleware, debugProxyErrorsPlugin, proxyEventsPlugin } from "http-proxy-middleware";
-import { errorBody, INTERNAL_HEADERS } from "@platform/http";
+import { ApiError, errorBody, INTERNAL_HEADERS } from "@platform/http";
 import { currentRequestContext, type Logger } from "@platform/logging";
 import { httpClientSpan, injectTrace, tracingEnabled, type Context } from "@platform/telemetry";
 
@@ -23,8 +23,11 @@ export type ForwardedRequest = http.IncomingMessage & {
   res?: { locals?: Forwarded };
   /** Ends the proxy hop's client span (tracing on). */
   endHop?: (status?: number, err?: unknown) => void;
-  /** The call to the service, once http-proxy has made it, and whether the client has gone (its response closed). */
-  upstreamCall?: { request?: http.ClientRequest; clientGone: boolean };
+  /**
+   * The call to the service, once http-proxy has made it; whether the client has gone (its response closed); whether
+   * the call ran out of `timeoutMs`.
+   */
+  upstreamCall?: { request?: http.ClientRequest; clientGone: boolean; timedOut?: boolean };
 };
 
 /** The W3C trace headers: with tracing on, the gateway replaces the client's with its proxy hop's. */
@@ -75,6 +78,7 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         if (!call) return;
         call.request = proxyReq;
         if (call.clientGone) proxyReq.destroy();
+        else proxyReq.once("timeout", () => (call.timedOut = true));
       },
       proxyRes: (proxyRes, req) => {
         // The service answered before the client's body was all read (it refused the call early): the client's
@@ -87,6 +91,20 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         (req as ForwardedRequest).endHop?.(undefined, err);
         // The client left and its call to the service was ended for it: nobody to answer, nothing wrong upstream.
         if ((req as ForwardedRequest).upstreamCall?.clientGone) return;
+        // The call ran out of time while the client had not yet sent its whole body: the client's fault, not the
+        // service's. 408, as for a request the gateway itself does not receive in time (createHttpServer).
+        if ((req as ForwardedRequest).upstreamCall?.timedOut && !(req as http.IncomingMessage).complete) {
+          opts.log.info({ service: opts.service, path: (req as http.IncomingMessage).url }, "request body not received in time");
+          if (res instanceof http.ServerResponse && !res.headersSent) {
+            const body = JSON.stringify(
+              new ApiError("VALIDATION_ERROR", "The request was not received in time", [{ path: "request", message: "not received whole in time" }]).toJSON(),
+            );
+            res.writeHead(408, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body), Connection: "close" });
+            res.end(body);
+          } else if (res instanceof http.ServerResponse) res.end();
+          else res.destroy();
+          return;
+        }
         opts.log.warn({ service: opts.service, err: err.message, path: (req as http.IncomingMessage).url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
           // Same for a call cut while its body was still being sent: the rest of it stays unread on the connection.
