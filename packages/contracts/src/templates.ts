@@ -78,7 +78,15 @@ export const TemplateSendJobRequest = z
     templateId: z.string().min(1).max(64).meta({ description: "internal template id, or the provider's numeric template id" }),
     templateAccountId: z.string().min(1).max(64).optional().meta({ description: "required when `templateId` is numeric" }),
     messagingChannelId: z.string().min(1).max(64),
-    headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).optional(),
+    headerMedia: z
+      .object({
+        url: z
+          .url({ protocol: /^https?$/, error: "must be an http or https URL" })
+          .max(4000)
+          .meta({ description: "public http(s) URL of the media, up to 4000 characters; the provider fetches it" }),
+        fileName: z.string().min(1).max(240).optional(),
+      })
+      .optional(),
     recipients: z.array(TemplateRecipient).min(1).max(50_000),
     scheduledAt: z
       .string()
