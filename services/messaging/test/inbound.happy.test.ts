@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { eventually } from "@platform/testing";
 import { signBody } from "@platform/provider-simulator";
-import { api, APP_SECRET, createChannel, eventsOf, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
+import { api, APP_SECRET, createChannel, eventsOf, messagesBatch, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 describe("provider inbound messages", () => {
   let h: Harness;
@@ -65,27 +65,13 @@ describe("provider inbound messages", () => {
     const org = newOrg();
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
-    const body = {
-      object: "whatsapp_business_account",
-      entry: [
-        {
-          id: "waba",
-          changes: [
-            {
-              field: "messages",
-              value: {
-                metadata: { phone_number_id: channel.providerPhoneNumberId },
-                contacts: [{ profile: { name: "Dup" }, wa_id: phone.slice(1) }],
-                messages: [
-                  { from: phone.slice(1), id: `wamid.dup1.${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "one" } },
-                  { from: phone.slice(1), id: `wamid.dup2.${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "two" } },
-                ],
-              },
-            },
-          ],
-        },
+    const body = messagesBatch(channel.providerPhoneNumberId, {
+      contacts: [{ profile: { name: "Dup" }, wa_id: phone.slice(1) }],
+      messages: [
+        { from: phone.slice(1), id: `wamid.dup1.${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "one" } },
+        { from: phone.slice(1), id: `wamid.dup2.${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: "two" } },
       ],
-    };
+    });
     expect(await h.sim.postRaw(body)).to.equal(200);
     // The same batch again with different bytes (a provider retry is not always byte-identical), so the bus dedupe does not hide it.
     expect(await h.sim.postRaw(JSON.stringify(body, null, 1))).to.equal(200);
@@ -103,28 +89,16 @@ describe("provider inbound messages", () => {
     const phone = uniquePhone();
     const stamp = Date.now();
     const message = (id: string, text: string, timestamp: string | number) => ({ from: phone.slice(1), id, timestamp, type: "text", text: { body: text } });
-    const status = await h.sim.postRaw({
-      object: "whatsapp_business_account",
-      entry: [
-        {
-          id: "waba",
-          changes: [
-            {
-              field: "messages",
-              value: {
-                metadata: { phone_number_id: channel.providerPhoneNumberId },
-                messages: [
-                  message(`wamid.good.${stamp}`, "good", String(Math.floor(stamp / 1000))),
-                  message(`wamid.future.${stamp}`, "far future", "99999999999999"),
-                  message(`wamid.long.${stamp}.${"x".repeat(8_000)}`, "long id", String(Math.floor(stamp / 1000))),
-                  message(`wamid.e13.${stamp}`, "1e13", 1e13),
-                ],
-              },
-            },
-          ],
-        },
-      ],
-    });
+    const status = await h.sim.postRaw(
+      messagesBatch(channel.providerPhoneNumberId, {
+        messages: [
+          message(`wamid.good.${stamp}`, "good", String(Math.floor(stamp / 1000))),
+          message(`wamid.future.${stamp}`, "far future", "99999999999999"),
+          message(`wamid.long.${stamp}.${"x".repeat(8_000)}`, "long id", String(Math.floor(stamp / 1000))),
+          message(`wamid.e13.${stamp}`, "1e13", 1e13),
+        ],
+      }),
+    );
     expect(status).to.equal(200);
     // Before, "Invalid time value" (and contacts refusing the long key) failed the whole batch on every redelivery.
     const received = await eventually(() => {

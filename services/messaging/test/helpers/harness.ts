@@ -281,6 +281,14 @@ export async function receiveInbound(
   return id;
 }
 
+/** A signed-batch body as the provider sends it: one `messages` change for one phone number id. */
+export function messagesBatch(phoneNumberId: string, value: { contacts?: unknown[]; messages?: unknown[]; statuses?: unknown[] }) {
+  return {
+    object: "whatsapp_business_account",
+    entry: [{ id: "waba", changes: [{ field: "messages", value: { metadata: { phone_number_id: phoneNumberId }, ...value } }] }],
+  };
+}
+
 /** Provider requests the simulator recorded for one of our message ids. */
 export const providerRequestsFor = (h: Pick<Harness, "sim">, messageId: string) =>
   h.sim.requests.filter((r) => (r.body as { biz_opaque_callback_data?: string })?.biz_opaque_callback_data === messageId);
