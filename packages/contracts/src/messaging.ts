@@ -5,7 +5,6 @@
  */
 import { z } from "zod";
 
-/** One inbound message of a `messages` change; unknown types (media, interactive) keep their `type`. */
 /**
  * The longest provider message id messaging stores (the network's are about 60 characters). Longer ones cannot be an
  * index key nor a keyword opt-out's key (contacts' `resolve-many`): such a message is skipped with a warning, the rest
@@ -13,6 +12,7 @@ import { z } from "zod";
  */
 export const PROVIDER_MESSAGE_ID_MAX_LENGTH = 512;
 
+/** One inbound message of a `messages` change; unknown types (media, interactive) keep their `type`. */
 export const ProviderInboundMessage = z
   .object({
     from: z.string().min(1),

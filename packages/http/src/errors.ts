@@ -32,6 +32,10 @@ export class ApiError extends Error {
   static unavailable(message = "A dependency is unavailable; retry later") {
     return new ApiError("SERVICE_UNAVAILABLE", message);
   }
+  /** A request not received whole in time (the client stalled): answered with HTTP's 408, not the code's usual 400. */
+  static notReceivedInTime() {
+    return new ApiError("VALIDATION_ERROR", "The request was not received in time", [{ path: "request", message: "not received whole in time" }]);
+  }
 }
 
 /** Error envelope as sent on the wire, e.g. from a proxy error handler with no express app. */

@@ -50,7 +50,8 @@ function refusalOf(err: ClientError, headerLimit: number): Refusal {
     return { status: 431, code: "PAYLOAD_TOO_LARGE", message: `The request line and headers are over ${headerLimit / 1024} KB` };
   }
   if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
-    return { status: 408, code: "VALIDATION_ERROR", message: "The request was not received in time", details: [{ path: "request", message: "not received whole in time" }] };
+    const { code, message, details } = ApiError.notReceivedInTime();
+    return { status: 408, code, message, details };
   }
   return { status: 400, code: "VALIDATION_ERROR", message: "The request is not valid HTTP/1.1", details: [{ path: "request", message: "not valid HTTP/1.1" }] };
 }

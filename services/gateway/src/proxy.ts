@@ -88,29 +88,23 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         (req as ForwardedRequest).endHop?.(proxyRes.statusCode);
       },
       error: (err, req, res) => {
-        (req as ForwardedRequest).endHop?.(undefined, err);
+        const incoming = req as ForwardedRequest;
+        incoming.endHop?.(undefined, err);
         // The client left and its call to the service was ended for it: nobody to answer, nothing wrong upstream.
-        if ((req as ForwardedRequest).upstreamCall?.clientGone) return;
+        if (incoming.upstreamCall?.clientGone) return;
         // The call ran out of time while the client had not yet sent its whole body: the client's fault, not the
         // service's. 408, as for a request the gateway itself does not receive in time (createHttpServer).
-        if ((req as ForwardedRequest).upstreamCall?.timedOut && !(req as http.IncomingMessage).complete) {
-          opts.log.info({ service: opts.service, path: (req as http.IncomingMessage).url }, "request body not received in time");
-          if (res instanceof http.ServerResponse && !res.headersSent) {
-            const body = JSON.stringify(
-              new ApiError("VALIDATION_ERROR", "The request was not received in time", [{ path: "request", message: "not received whole in time" }]).toJSON(),
-            );
-            res.writeHead(408, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body), Connection: "close" });
-            res.end(body);
-          } else if (res instanceof http.ServerResponse) res.end();
-          else res.destroy();
-          return;
-        }
-        opts.log.warn({ service: opts.service, err: err.message, path: (req as http.IncomingMessage).url }, "upstream service unavailable");
+        const stalled = incoming.upstreamCall?.timedOut === true && !incoming.complete;
+        if (stalled) opts.log.info({ service: opts.service, path: incoming.url }, "request body not received in time");
+        else opts.log.warn({ service: opts.service, err: err.message, path: incoming.url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
-          // Same for a call cut while its body was still being sent: the rest of it stays unread on the connection.
-          if (!(req as http.IncomingMessage).complete) res.setHeader("Connection", "close");
-          res.writeHead(503, { "Content-Type": "application/json" });
-          res.end(errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available; retry later`));
+          // A call cut while its body was still being sent: the rest of it stays unread on the connection.
+          if (!incoming.complete) res.setHeader("Connection", "close");
+          const body = stalled
+            ? JSON.stringify(ApiError.notReceivedInTime().toJSON())
+            : errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available; retry later`);
+          res.writeHead(stalled ? 408 : 503, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+          res.end(body);
         } else if (res instanceof http.ServerResponse) {
           res.end();
         } else {
