@@ -7,6 +7,21 @@ import { z } from "zod";
  */
 export const EXIT_CONFIG = 78;
 
+/**
+ * What a process started by the stack runner (over IPC) sends once its configuration is read and good, so that a
+ * runner stopping on another process's bad variable first waits for every process's own lines.
+ */
+export const CONFIG_OK_MESSAGE = { type: "config-ok" } as const;
+
+/**
+ * The configuration of this process is good: with `CONFIG_CHECK_ONLY=1` (the runner checking every process's
+ * variables without starting anything) the process ends here with 0; under a runner, it says so.
+ */
+export function configChecked(env: NodeJS.ProcessEnv = process.env): void {
+  if (env.CONFIG_CHECK_ONLY === "1") process.exit(0);
+  if (process.send && process.connected) process.send(CONFIG_OK_MESSAGE, undefined, undefined, () => undefined);
+}
+
 /** Raised instead of exiting when `exitOnError` is false (tests). */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -29,6 +44,7 @@ export function parseEnv<S extends z.ZodType>(
   if (parsed.success) {
     const warn = opts.warn ?? ((line: string) => process.stderr.write(line + "\n"));
     for (const line of shortTokenWarnings(schema, parsed.data, opts.service)) warn(line);
+    if (opts.exitOnError !== false) configChecked(env);
     return parsed.data;
   }
   const problems = parsed.error.issues.map((issue) => {

@@ -46,6 +46,9 @@ async function main(): Promise<void> {
     for (const p of problems) process.stderr.write(`provider-simulator: ${p}\n`);
     process.exit(78); // EX_CONFIG: the stack stops rather than restarting it
   }
+  // As @platform/config's configChecked (this package depends on none of the platform's).
+  if (process.env.CONFIG_CHECK_ONLY === "1") process.exit(0);
+  if (process.send && process.connected) process.send({ type: "config-ok" }, undefined, undefined, () => undefined);
   const sim = await startSimulator({
     ...options,
     onLog: (entry) => line({ time: new Date().toISOString(), service: "provider-simulator", ...entry }),

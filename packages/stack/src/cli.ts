@@ -1,14 +1,28 @@
 #!/usr/bin/env node
-import { EXIT_CONFIG } from "@platform/config";
-import { checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, startStack } from "./index";
+import { baseEnv, EXIT_CONFIG } from "@platform/config";
+import { checkConfiguration, checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, startStack } from "./index";
 
 /** `npm start`: the whole stack in the foreground until Ctrl-C. */
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const natsUrl = process.env.NATS_URL ?? DEFAULT_NATS_URL;
   const port = Number(process.env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    process.stderr.write(`config error: PORT is invalid: must be a port number\n`);
+  // The runner's own variables first (it needs them to start anything), by the rules every service applies.
+  const problems = [
+    ...(Number.isInteger(port) && port >= 1 && port <= 65535 ? [] : ["PORT is invalid: must be a port number (1 to 65535)"]),
+    ...(["DATABASE_URL", "NATS_URL"] as const).flatMap((name) => {
+      const parsed = baseEnv[name].safeParse(name === "DATABASE_URL" ? databaseUrl : natsUrl);
+      return parsed.success ? [] : [`${name} is invalid: ${parsed.error.issues[0].message}`];
+    }),
+  ];
+  if (problems.length > 0) {
+    for (const line of problems) process.stderr.write(`config error [stack]: ${line}\n`);
+    // Then every process's other variables (their lines follow), the runner's own replaced by good values.
+    await checkConfiguration({
+      port: problems.some((l) => l.startsWith("PORT")) ? 8080 : port,
+      databaseUrl: problems.some((l) => l.startsWith("DATABASE_URL")) ? DEFAULT_DATABASE_URL : databaseUrl,
+      natsUrl: problems.some((l) => l.startsWith("NATS_URL")) ? DEFAULT_NATS_URL : natsUrl,
+    });
     process.exit(EXIT_CONFIG);
   }
   const problem = await checkDependencies(databaseUrl, natsUrl);

@@ -33,6 +33,12 @@ export interface StackOptions {
    */
   onConfigError?: (name: string) => void;
   /**
+   * Internal to `checkConfiguration`: every process only checks its variables
+   * (`CONFIG_CHECK_ONLY=1`) and exits; none is restarted, and this is called
+   * once they all have, with whether any exited for a configuration error.
+   */
+  onChecked?: (ok: boolean) => void;
+  /**
    * Copies of every service and of the gateway (default 1). With more than one,
    * processes are named `<name>-1`, `<name>-2`, …; each service's copies sit
    * behind a local TCP round-robin that the gateways call, and `url` is a
@@ -47,7 +53,12 @@ interface Proc {
   env: Record<string, string>;
   child?: ChildProcess;
   restarts: number;
+  /** Its configuration was judged: it said it is good (IPC) or it exited. */
+  judged?: boolean;
 }
+
+/** How long a runner stopping on a bad variable waits for the other processes to judge their own. */
+const CONFIG_VERDICT_WAIT_MS = 15_000;
 
 export interface Stack {
   url: string;
@@ -209,6 +220,18 @@ export const SERVICE_NODE_ARGS = ["--max-old-space-size=128"];
 export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/messaging";
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
+/**
+ * Starts every process with `CONFIG_CHECK_ONLY=1`: each prints one line per
+ * bad variable of its own and exits, nothing listens or connects. True when
+ * every configuration is good.
+ */
+export async function checkConfiguration(opts: StackOptions = {}): Promise<boolean> {
+  let done!: (ok: boolean) => void;
+  const result = new Promise<boolean>((resolve) => (done = resolve));
+  await startStack({ ...opts, env: { ...opts.env, CONFIG_CHECK_ONLY: "1" }, onChecked: done });
+  return result;
+}
+
 /** Null when Postgres and NATS answer (retrying for a few seconds), else one line saying how to get them. */
 export async function checkDependencies(databaseUrl: string, natsUrl: string, waitMs = 5_000): Promise<string | null> {
   const pg = new URL(databaseUrl);
@@ -326,7 +349,25 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   if (replicas > 1) balancers.push(await roundRobin(gatewayPorts, port));
 
   let stopping = false;
-  let configFailed = false;
+  // The first process that exited on a bad variable; reported once every process has judged its own configuration
+  // (each prints its lines), so that an operator sees every bad variable at once.
+  let configFailed: string | undefined;
+  let configReported = false;
+  const reportConfig = () => {
+    if (configReported || configFailed === undefined) return;
+    configReported = true;
+    opts.onConfigError?.(configFailed);
+  };
+  const judged = (p: Proc, bad: boolean) => {
+    p.judged = true;
+    if (bad && configFailed === undefined) {
+      configFailed = p.name;
+      setTimeout(reportConfig, CONFIG_VERDICT_WAIT_MS).unref();
+    }
+    if (opts.onChecked) {
+      if (procs.every((q) => q.judged)) opts.onChecked(configFailed === undefined);
+    } else if (procs.every((q) => q.judged)) reportConfig();
+  };
   const spawnProc = (p: Proc, color: number) => {
     // STACK_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", not allowed in NODE_OPTIONS) profiles the services.
     const extra = (process.env.STACK_NODE_ARGS ?? "").split(" ").filter(Boolean);
@@ -338,16 +379,18 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     for (const stream of [child.stdout!, child.stderr!]) {
       readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color)));
     }
+    child.on("message", (message: { type?: string }) => {
+      if (message?.type === "config-ok" && !p.judged && !opts.onChecked) judged(p, false);
+    });
     child.on("exit", (code, signal) => {
+      if (opts.onChecked) return judged(p, code !== 0);
       if (stopping) return;
       if (code === EXIT_CONFIG) {
         log(formatLine("stack", `${p.name} has a configuration error (above); not restarting it`, pretty, 37));
-        if (!configFailed) {
-          configFailed = true;
-          opts.onConfigError?.(p.name);
-        }
+        judged(p, true);
         return;
       }
+      if (!p.judged) judged(p, false);
       p.restarts++;
       log(formatLine("stack", `${p.name} exited (${signal ?? `code ${code}`}); restarting in 1 s (restart #${p.restarts})`, pretty, 37));
       setTimeout(() => {

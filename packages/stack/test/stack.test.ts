@@ -114,4 +114,28 @@ describe("npm start (the stack in the foreground)", function () {
     expect(run.output()).to.not.match(/restarting in/);
     await eventually(() => processesOfStack().length === 0, 10_000, 200);
   });
+
+  it("prints every bad variable of every process before it stops, not only the first process's", async () => {
+    // Variables of three different processes: the first to exit must not stop the others before they print theirs.
+    const run = await npmStart({ RATE_LIMIT_BURST: "x", PROVIDER_TIMEOUT_MS: "abc", WEBHOOK_TIMEOUT_MS: "abc" });
+    expect(await run.exited).to.equal(78);
+    expect(run.output()).to.match(/config error \[gateway\]: RATE_LIMIT_BURST is invalid/);
+    expect(run.output()).to.match(/config error \[messaging\]: PROVIDER_TIMEOUT_MS is invalid/);
+    expect(run.output()).to.match(/config error \[webhook-dispatcher\]: WEBHOOK_TIMEOUT_MS is invalid/);
+    await eventually(() => processesOfStack().length === 0, 10_000, 200);
+  });
+
+  it("names a malformed DATABASE_URL, NATS_URL or PORT, and still prints the processes' own bad variables", async () => {
+    const run = await npmStart({ DATABASE_URL: "notaurl", NATS_URL: "notaurl", PORT: "abc", RATE_LIMIT_BURST: "x" });
+    expect(await run.exited).to.equal(78);
+    const out = run.output();
+    expect(out).to.match(/config error \[stack\]: PORT is invalid/);
+    expect(out).to.match(/config error \[stack\]: DATABASE_URL is invalid: must be a URL/);
+    expect(out).to.match(/config error \[stack\]: NATS_URL is invalid/);
+    expect(out).to.match(/config error \[gateway\]: RATE_LIMIT_BURST is invalid/);
+    // Once each: the services checked theirs with the runner's own replaced by good values.
+    expect(out.match(/DATABASE_URL/g)).to.have.length(1);
+    expect(out).to.not.include("stack failed");
+    await eventually(() => processesOfStack().length === 0, 10_000, 200);
+  });
 });
