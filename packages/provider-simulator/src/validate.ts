@@ -7,7 +7,9 @@
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-const textOk = (value: unknown, max: number): value is string => typeof value === "string" && value.length >= 1 && value.length <= max;
+/** Characters are code points, as the API counts them: an emoji is one, not two UTF-16 units. */
+const textOk = (value: unknown, max: number): value is string =>
+  typeof value === "string" && value.length >= 1 && (value.length <= max || [...value].length <= max);
 
 function validateComponent(component: unknown, i: number): string | null {
   const where = `template.components[${i}]`;

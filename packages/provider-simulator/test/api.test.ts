@@ -75,6 +75,17 @@ describe("provider simulator: send API", () => {
     expect(sim.requests.map((r) => r.responseStatus)).to.deep.equal([401, 401]);
   });
 
+  it("counts characters as the API does: 4,096 emoji are a valid text, 1,024 a valid parameter", async () => {
+    const text = { ...textBody("15550001111"), text: { body: "😀".repeat(4096) } };
+    const parameter = {
+      messaging_product: "whatsapp",
+      to: "15550001111",
+      type: "template",
+      template: { name: "t", language: { code: "en" }, components: [{ type: "body", parameters: [{ type: "text", text: "é😀".repeat(512) }] }] },
+    };
+    for (const body of [text, parameter]) expect((await send(body)).status).to.equal(200);
+  });
+
   it("answers 400 code 100 for malformed bodies", async () => {
     const bad: unknown[] = [
       "not json",
@@ -95,6 +106,7 @@ describe("provider simulator: send API", () => {
         type: "template",
         template: { name: "t", language: { code: "en" }, components: [{ type: "body", parameters: [{ type: "text", text: "x".repeat(1025) }] }] },
       },
+      { ...textBody("15550001111"), text: { body: "😀".repeat(4097) } },
     ];
     for (const body of bad) {
       const { status, json } = await send(body);
