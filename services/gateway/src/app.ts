@@ -98,7 +98,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   const limiter = new RateLimiter(env.REPLICA_ID ?? `gw-${process.pid}-${Math.random().toString(36).slice(2, 8)}`, bus, undefined, deps.clock);
   const organizations = new Organizations(db, bus, defaults, cache);
   const apiKeys = new ApiKeys(db, bus, cache, env.INTERNAL_TOKEN);
-  const users = new ConsoleUsers(db, env.CONSOLE_SCRYPT_COST);
+  const users = new ConsoleUsers(db, env.CONSOLE_SCRYPT_COST, env.INTERNAL_TOKEN);
   const sessions = new ConsoleSessions(db, users, {
     ttlSeconds: env.CONSOLE_SESSION_TTL_SECONDS,
     perEmail: env.CONSOLE_SIGN_IN_PER_EMAIL,

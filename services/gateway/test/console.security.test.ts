@@ -26,6 +26,28 @@ describe("gateway: console users, sessions and CSRF", () => {
       expect(list.body.items.map((u: { id: string }) => u.id)).to.deep.equal([res.body.id]);
     });
 
+    it("lists users with the cursor pagination of every list: pages in creation order, bad limit or cursor refused", async () => {
+      const org = await h.organization();
+      const ids: string[] = [];
+      for (let k = 0; k < 3; k++) ids.push((await h.admin().post(`/admin/v1/organizations/${org.id}/users`).send({ email: uniqueEmail(`p${k}`), password: PASSWORD }).expect(201)).body.id);
+      const first = await h.admin().get(`/admin/v1/organizations/${org.id}/users?limit=2`).expect(200);
+      expect(first.body.items.map((u: { id: string }) => u.id)).to.deep.equal(ids.slice(0, 2));
+      const second = await h.admin().get(`/admin/v1/organizations/${org.id}/users?limit=2&cursor=${encodeURIComponent(first.body.nextCursor)}`).expect(200);
+      expect(second.body.items.map((u: { id: string }) => u.id)).to.deep.equal(ids.slice(2));
+      expect(second.body).to.not.have.property("nextCursor");
+      for (const limit of ["0", "101", "abc"]) {
+        const bad = await h.admin().get(`/admin/v1/organizations/${org.id}/users?limit=${limit}`).expect(400);
+        expect(bad.body.error.code).to.equal("VALIDATION_ERROR");
+      }
+      const forged = await h.admin().get(`/admin/v1/organizations/${org.id}/users?cursor=bogus`).expect(400);
+      expect(forged.body.error.code).to.equal("INVALID_CURSOR");
+      // Another list's cursor is not this one's.
+      for (const name of ["k1", "k2"]) await h.admin().post(`/admin/v1/organizations/${org.id}/api-keys`).send({ name }).expect(201);
+      const keys = await h.admin().get(`/admin/v1/organizations/${org.id}/api-keys?limit=1`).expect(200);
+      const foreign = await h.admin().get(`/admin/v1/organizations/${org.id}/users?cursor=${encodeURIComponent(keys.body.nextCursor)}`).expect(400);
+      expect(foreign.body.error.code).to.equal("INVALID_CURSOR");
+    });
+
     it("refuses a short password, a taken email, an unknown organization and a missing admin token", async () => {
       const org = await h.organization();
       const email = uniqueEmail("o");

@@ -1,6 +1,7 @@
 import type { Router } from "express";
 import { CreateOrganizationRequest, PageQuery, UpdateOrganizationRequest } from "@platform/contracts";
 import { isCreatedPosition, parseBody, parseQuery, type CreatedPosition, type CursorCodec } from "@platform/http";
+import { pageInCreationOrder } from "../db/created-order";
 import type { Organizations } from "../use-cases/organizations";
 
 export function registerAdminOrganizations(router: Router, deps: { organizations: Organizations; cursors: CursorCodec<CreatedPosition> }): void {
@@ -13,13 +14,7 @@ export function registerAdminOrganizations(router: Router, deps: { organizations
   router.get("/admin/v1/organizations", async (req, res) => {
     const q = parseQuery(PageQuery, req);
     const after = q.cursor !== undefined ? deps.cursors.decode(q.cursor, isCreatedPosition) : undefined;
-    const rows = await organizations.list(q.limit, after);
-    const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
-    res.json({
-      items: page.map((o) => organizations.toDto(o)),
-      ...(rows.length > q.limit && last ? { nextCursor: deps.cursors.encode({ createdAt: last.createdAt.toISOString(), id: last.id }) } : {}),
-    });
+    res.json(pageInCreationOrder(await organizations.list(q.limit, after), q.limit, deps.cursors, (o) => organizations.toDto(o)));
   });
 
   router.get("/admin/v1/organizations/:orgId", async (req, res) => {

@@ -1,6 +1,6 @@
 import type { Router } from "express";
-import { CreateUserRequest } from "@platform/contracts";
-import { parseBody } from "@platform/http";
+import { CreateUserRequest, PageQuery } from "@platform/contracts";
+import { parseBody, parseQuery } from "@platform/http";
 import type { ConsoleUsers } from "../use-cases/console-users";
 import type { Organizations } from "../use-cases/organizations";
 
@@ -11,8 +11,9 @@ export function registerAdminUsers(router: Router, deps: { users: ConsoleUsers; 
     res.status(201).json(await deps.users.create(org.id, parseBody(CreateUserRequest, req)));
   });
 
+  /** `{items, nextCursor?}` in creation order, `limit` 1 to 100 (default 25): the same pagination as /api/v1. */
   router.get("/admin/v1/organizations/:orgId/users", async (req, res) => {
     const org = await deps.organizations.get(String(req.params.orgId));
-    res.json({ items: await deps.users.list(org.id) });
+    res.json(await deps.users.listPage(org.id, parseQuery(PageQuery, req)));
   });
 }

@@ -8,6 +8,7 @@ import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "
 import { newId } from "@platform/id";
 import { generateApiKey, hashApiKey, keyPrefixOf } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
+import { readInCreationOrder, pageInCreationOrder } from "../db/created-order";
 import { ApiKeyEntity } from "../db/entities/api-key.entity";
 
 export class ApiKeys {
@@ -45,17 +46,8 @@ export class ApiKeys {
     // Decoded first: a cursor this service did not issue is 400 before any work.
     const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isCreatedPosition) : undefined;
     await this.cache.flushUsage();
-    const qb = this.db
-      .getRepository(ApiKeyEntity)
-      .createQueryBuilder("k")
-      .where("k.organization_id = :organizationId", { organizationId })
-      .orderBy("k.created_at", "ASC")
-      .addOrderBy("k.id", "ASC")
-      .limit(q.limit + 1);
-    if (after) qb.andWhere("(k.created_at, k.id) > (:createdAt, :id)", after);
-    const rows = await qb.getMany();
-    const page = rows.slice(0, q.limit);
-    const items = page.map((k) => ({
+    const rows = await readInCreationOrder(this.db.getRepository(ApiKeyEntity).createQueryBuilder("k").where("k.organization_id = :organizationId", { organizationId }), "k", q.limit, after);
+    return pageInCreationOrder(rows, q.limit, this.cursors, (k) => ({
       id: k.id,
       name: k.name,
       keyPrefix: k.keyPrefix,
@@ -63,8 +55,6 @@ export class ApiKeys {
       lastUsedAt: iso(k.lastUsedAt),
       revokedAt: iso(k.revokedAt),
     }));
-    const last = page[page.length - 1];
-    return rows.length > q.limit && last ? { items, nextCursor: this.cursors.encode({ createdAt: iso(last.createdAt)!, id: last.id }) } : { items };
   }
 
   /** Refused everywhere within a second: evicted here at once and broadcast to every replica. */

@@ -2,11 +2,12 @@ import { createHash, randomBytes } from "node:crypto";
 import type { DataSource } from "typeorm";
 import { IsNull } from "typeorm";
 import type { z } from "zod";
-import type { AcceptInvitationRequest, ConsoleUser, CreateInvitationRequest, CreateUserRequest } from "@platform/contracts";
+import type { AcceptInvitationRequest, ConsoleUser, CreateInvitationRequest, CreateUserRequest, PageQuery } from "@platform/contracts";
 import { iso } from "@platform/db";
-import { ApiError } from "@platform/http";
+import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "@platform/http";
 import { newId } from "@platform/id";
 import { hashPassword } from "../auth/passwords";
+import { readInCreationOrder, pageInCreationOrder } from "../db/created-order";
 import { InvitationEntity } from "../db/entities/invitation.entity";
 import { UserEntity } from "../db/entities/user.entity";
 
@@ -15,11 +16,17 @@ const INVITATION_TTL_MS = 7 * 24 * 3600 * 1000;
 
 /** People of an organization: Owners, Admins and Members of the console (ADR 0009). */
 export class ConsoleUsers {
+  private readonly cursors: CursorCodec<CreatedPosition>;
+
   constructor(
     private readonly db: DataSource,
     /** log2 of scrypt's N for new hashes. */
     private readonly scryptCost: number,
-  ) {}
+    /** Key of the admin list's cursors' HMAC, shared by every replica. */
+    cursorKey: string,
+  ) {
+    this.cursors = new CursorCodec<CreatedPosition>(cursorKey, "users");
+  }
 
   toDto(u: UserEntity): ConsoleUser {
     return { id: u.id, organizationId: u.organizationId, email: u.email, role: u.role, createdAt: iso(u.createdAt)! };
@@ -42,6 +49,14 @@ export class ConsoleUsers {
   async list(organizationId: string): Promise<ConsoleUser[]> {
     const rows = await this.db.getRepository(UserEntity).find({ where: { organizationId }, order: { createdAt: "ASC", id: "ASC" } });
     return rows.map((u) => this.toDto(u));
+  }
+
+  /** One page of the organization's users in creation order, for the admin API (contract section 3: the /api/v1 cursor pagination). */
+  async listPage(organizationId: string, q: PageQuery): Promise<{ items: ConsoleUser[]; nextCursor?: string }> {
+    // Decoded first: a cursor this service did not issue is 400 before any work.
+    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isCreatedPosition) : undefined;
+    const rows = await readInCreationOrder(this.db.getRepository(UserEntity).createQueryBuilder("u").where("u.organization_id = :organizationId", { organizationId }), "u", q.limit, after);
+    return pageInCreationOrder(rows, q.limit, this.cursors, (u) => this.toDto(u));
   }
 
   async remove(organizationId: string, userId: string, by: string): Promise<void> {

@@ -7,6 +7,7 @@ import { iso } from "@platform/db";
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import type { AuthCache } from "../auth/key-cache";
+import { readInCreationOrder } from "../db/created-order";
 import { OrganizationEntity } from "../db/entities/organization.entity";
 
 export class Organizations {
@@ -87,8 +88,6 @@ export class Organizations {
   }
 
   async list(limit: number, after?: { createdAt: string; id: string }): Promise<OrganizationEntity[]> {
-    const qb = this.db.getRepository(OrganizationEntity).createQueryBuilder("o").orderBy("o.created_at", "ASC").addOrderBy("o.id", "ASC").limit(limit + 1);
-    if (after) qb.where("(o.created_at, o.id) > (:createdAt, :id)", after);
-    return qb.getMany();
+    return readInCreationOrder(this.db.getRepository(OrganizationEntity).createQueryBuilder("o"), "o", limit, after);
   }
 }
