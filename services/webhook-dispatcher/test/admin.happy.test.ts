@@ -62,6 +62,11 @@ describe("admin API: webhooks", () => {
     const off = await stack.admin(org).patch(`/${created.id}`, { active: false }).expect(200);
     expect(off.body.active).to.equal(false);
     expect(off.body.deactivatedAt).to.be.a("string");
+    // Nothing until re-enabled, not even the test action: answered, not sent, not logged.
+    const sentBefore = receiver.requests.length;
+    const test = await stack.admin(org).post(`/${created.id}/test`).expect(200);
+    expect(test.body).to.deep.equal({ delivered: false, responseStatus: null, durationMs: 0 });
+    expect((await stack.admin(org).get(`/${created.id}/deliveries`).expect(200)).body.items.filter((d: { event: string }) => d.event === "webhook.test")).to.have.length(0);
     // A second active webhook of the organization is the marker: once it got the event, the event's fan-out was
     // decided, and the inactive webhook has no job for it.
     const marker = (await stack.admin(org).post("", { url: receiver.url + "/off-marker", events: ["message.failed"] }).expect(201)).body;
@@ -70,6 +75,7 @@ describe("admin API: webhooks", () => {
     await jobsSettled(stack, created.id);
     expect(receiver.byEvent(ignored).map((r) => r.path)).to.deep.equal(["/off-marker"]);
     await stack.admin(org).del(`/${marker.id}`).expect(204);
+    expect(receiver.requests.slice(sentBefore).filter((r) => r.path === "/new")).to.have.length(0);
     const on = await stack.admin(org).patch(`/${created.id}`, { active: true }).expect(200);
     expect(on.body).to.include({ active: true, deactivatedAt: null, consecutiveFailures: 0 });
     const again = await stack.publish("message.failed", org);

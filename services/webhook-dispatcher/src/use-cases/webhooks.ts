@@ -96,11 +96,14 @@ export class WebhookAdmin {
 
   /**
    * One `webhook.test` attempt, now: never retried, never counted toward
-   * deactivation, recorded in the attempt log.
+   * deactivation, recorded in the attempt log. A deactivated webhook gets
+   * nothing until re-enabled (contract section 2), the test included: the
+   * answer says it was not delivered, and no attempt is made or logged.
    */
   async sendTest(organizationId: string, id: string): Promise<Out<typeof WebhookTestResult>> {
     const webhook = await this.deps.webhooks.findWithSecret(organizationId, id);
     if (!webhook) throw ApiError.notFound("Webhook");
+    if (!webhook.active) return { delivered: false, responseStatus: null, durationMs: 0 };
     const eventId = newId("event");
     const deliveryId = newId("delivery");
     const startedAt = new Date();
