@@ -5,6 +5,7 @@ import { newId } from "@platform/id";
 import { currentRequestContext, type Logger } from "@platform/logging";
 import { extractTrace, traceparentOf } from "@platform/telemetry";
 import { BULK_CONNECTION_OPTIONS, queryPrepared, quoteIdent, type SqlRunner } from "@platform/db";
+import { ArrivalLinger } from "@platform/runtime";
 import { REQUEST_ID_HEADER, type Bus, type PublishItem } from "./bus";
 
 /**
@@ -165,11 +166,17 @@ export interface RelayOptions {
   /**
    * After a wake-up, wait this long so the events of concurrent transactions
    * go out in one batch (one select, one delete) instead of one round trip each.
+   * By default read from the gaps between the outbox's recent commits (ADR 0016):
+   * about two gaps, 5 to 20 ms, while they stream in; none for a trickle.
    */
-  coalesceMs?: number;
+  coalesceMs?: number | ArrivalLinger;
   /** How often a replica that is not the relay checks whether it should become it. */
   standbyRetryMs?: number;
 }
+
+/** Bounds of the relay's wait for more commits while they stream in (ADR 0016). */
+const RELAY_COALESCE_MIN_MS = 5;
+const RELAY_COALESCE_MAX_MS = 20;
 
 /** Postgres ends the active relay's session after this long without a query (PostgreSQL 14+). */
 const RELAY_IDLE_SESSION_TIMEOUT_MS = 15_000;
@@ -204,10 +211,13 @@ export class OutboxRelay {
   private wake?: () => void;
   private loop?: Promise<void>;
   private pending = false;
+  private readonly coalesce: number | ArrivalLinger;
   /** Messages this replica published (metrics). */
   published = 0;
 
-  constructor(private readonly opts: RelayOptions) {}
+  constructor(private readonly opts: RelayOptions) {
+    this.coalesce = opts.coalesceMs ?? new ArrivalLinger(RELAY_COALESCE_MIN_MS, RELAY_COALESCE_MAX_MS);
+  }
 
   /** True while this replica is the schema's relay. */
   get active(): boolean {
@@ -259,6 +269,7 @@ export class OutboxRelay {
   }
 
   private poke(): void {
+    if (typeof this.coalesce !== "number") this.coalesce.arrived();
     this.pending = true;
     this.wake?.();
   }
@@ -307,7 +318,8 @@ export class OutboxRelay {
       }
       if (published >= (this.opts.batchSize ?? 500)) continue;
       if (!this.pending) await this.idle(Math.min(this.opts.pollMs ?? 1_000, RELAY_IDLE_SESSION_TIMEOUT_MS / 3));
-      if (!this.stopped) await new Promise((r) => setTimeout(r, this.opts.coalesceMs ?? 5));
+      const coalesceMs = typeof this.coalesce === "number" ? this.coalesce : this.coalesce.delayMs();
+      if (!this.stopped && coalesceMs > 0) await new Promise((r) => setTimeout(r, coalesceMs));
     }
   }
 

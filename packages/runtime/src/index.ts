@@ -2,6 +2,9 @@ import type { Logger } from "@platform/logging";
 import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 
+import { ArrivalLinger } from "./linger";
+
+export { ArrivalLinger } from "./linger";
 export { post, postTarget, PostTimeoutError, type PostAnswer, type PostOptions } from "./post";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -105,10 +108,12 @@ interface Pending<In, Out> {
  * process): a request then waits for at most its own batch, not for the one
  * before it too. Results still go to each batch's own callers.
  *
- * `lingerMs` (default 0) holds a batch that would start on an idle key that
- * long, so calls arriving a few milliseconds apart (a steady stream below
- * saturation) share it too. Each caller waits at most that much longer; below
- * saturation the round trip per call is what the CPU goes to.
+ * `linger` (default 0) holds a batch that would start on an idle key that
+ * many milliseconds, so calls arriving a few milliseconds apart (a steady
+ * stream below saturation) share it too. Each caller waits at most that much
+ * longer; below saturation the round trip per call is what the CPU goes to.
+ * An `ArrivalLinger` reads the wait from the key's recent arrivals instead:
+ * about two gaps in a stream, none for a trickle (ADR 0016).
  */
 export class Batcher<In, Out> {
   private readonly queues = new Map<string, { waiting: Array<Pending<In, Out>>; running: number; scheduled: boolean }>();
@@ -119,10 +124,11 @@ export class Batcher<In, Out> {
     private readonly run: (key: string, items: In[]) => Promise<Out[]>,
     private readonly maxBatch = 500,
     private readonly maxInFlight = 1,
-    private readonly lingerMs = 0,
+    private readonly linger: number | ArrivalLinger = 0,
   ) {}
 
   submit(key: string, item: In): Promise<Out> {
+    if (typeof this.linger !== "number") this.linger.arrived(key);
     let queue = this.queues.get(key);
     if (!queue) {
       queue = { waiting: [], running: 0, scheduled: false };
@@ -142,7 +148,8 @@ export class Batcher<In, Out> {
       void this.drain(key, queue);
     };
     // Only the first batch of an idle key lingers: the calls arriving while one is in flight are grouped anyway.
-    if (this.lingerMs > 0 && queue.running === 0) setTimeout(start, this.lingerMs);
+    const lingerMs = queue.running > 0 ? 0 : typeof this.linger === "number" ? this.linger : this.linger.delayMs(key);
+    if (lingerMs > 0) setTimeout(start, lingerMs);
     else setImmediate(start);
     queue.running++;
   }

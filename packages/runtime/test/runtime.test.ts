@@ -3,7 +3,7 @@ import { createLogger } from "@platform/logging";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Batcher, CpuPressure, Lifecycle, LoadGate, waitFor } from "../src";
+import { ArrivalLinger, Batcher, CpuPressure, Lifecycle, LoadGate, waitFor } from "../src";
 
 const log = createLogger("runtime-test", "silent");
 
@@ -85,6 +85,39 @@ describe("Batcher", () => {
     expect(seen).to.deep.equal([[1, 2]]);
   });
 
+  it("with an ArrivalLinger, the first call of an idle key waits in a stream and not for a trickle", async () => {
+    let now = 0;
+    const linger = new ArrivalLinger(5, 10_000, () => now);
+    const seen: number[][] = [];
+    const batcher = new Batcher<number, number>(
+      async (_key, items) => {
+        seen.push(items);
+        return items;
+      },
+      500,
+      1,
+      linger,
+    );
+    // A trickle (the key's first call, then one 50 s later): each starts at the end of its turn.
+    await batcher.submit("k", 1);
+    now += 50_000;
+    await batcher.submit("k", 2);
+    expect(seen).to.deep.equal([[1], [2]]);
+    // A stream on another key (calls 500 ms apart on the linger's clock, under its 10 s bound): the first call of the
+    // idle key waits about two gaps (1 s of real time here), and a call of a later turn joins it.
+    for (let i = 0; i < 3; i++) {
+      now += 500;
+      linger.arrived("s");
+    }
+    now += 500;
+    const first = batcher.submit("s", 5);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(seen).to.have.length(2);
+    now += 500;
+    expect(await Promise.all([first, batcher.submit("s", 6)])).to.deep.equal([5, 6]);
+    expect(seen.slice(2)).to.deep.equal([[5, 6]]);
+  });
+
   it("with maxInFlight 2, calls arriving while a batch is in flight start a second batch at once, never a third", async () => {
     const seen: number[][] = [];
     const gates: Array<() => void> = [];
@@ -136,6 +169,76 @@ describe("Batcher", () => {
     expect(outcomes.every((o) => o.status === "rejected")).to.equal(true);
     fail = false;
     expect(await batcher.submit("k", 3)).to.equal(3);
+  });
+});
+
+describe("ArrivalLinger", () => {
+  const clock = () => {
+    const c = { now: 0, linger: undefined as unknown as ArrivalLinger };
+    c.linger = new ArrivalLinger(5, 20, () => c.now);
+    return c;
+  };
+  const arrive = (c: ReturnType<typeof clock>, gapsMs: number[], key = "k") => {
+    for (const gap of gapsMs) {
+      c.now += gap;
+      c.linger.arrived(key);
+    }
+  };
+
+  it("waits about two average gaps in a stream, within its bounds", () => {
+    const c = clock();
+    arrive(c, [0, 7, 7, 7, 7]);
+    expect(c.linger.delayMs("k")).to.equal(14);
+    // Two gaps past the upper bound: the upper bound.
+    arrive(c, Array(30).fill(11));
+    expect(c.linger.delayMs("k")).to.be.closeTo(20, 1e-9);
+    // Faster than the lower bound: the lower bound (what a fixed linger would wait).
+    arrive(c, Array(30).fill(1));
+    expect(c.linger.delayMs("k")).to.equal(5);
+    // Gaps over the upper bound: no stream, no wait.
+    arrive(c, Array(30).fill(25));
+    expect(c.linger.delayMs("k")).to.equal(0);
+  });
+
+  it("does not wait for a key's first call, a trickle, or the first call after a pause", () => {
+    const c = clock();
+    arrive(c, [0]);
+    expect(c.linger.delayMs("k")).to.equal(0);
+    expect(c.linger.delayMs("never seen")).to.equal(0);
+    arrive(c, [1_000, 1_000, 1_000]);
+    expect(c.linger.delayMs("k")).to.equal(0);
+    // A stream, then a pause: the call after the pause goes at once, and the stream after it lingers again.
+    arrive(c, Array(40).fill(2));
+    expect(c.linger.delayMs("k")).to.equal(5);
+    arrive(c, [500]);
+    expect(c.linger.delayMs("k")).to.equal(0);
+    arrive(c, [2, 2, 2, 2, 2, 2]);
+    expect(c.linger.delayMs("k")).to.be.within(5, 20);
+  });
+
+  it("counts the calls of a burst (under 1 ms after its first) as one arrival", () => {
+    const c = clock();
+    // Bursts of five calls every 8 ms: the gap is 8 ms (a wait of 16), not the 1.6 ms average of every call.
+    for (let i = 0; i < 10; i++) arrive(c, [7.4, 0, 0.2, 0.2, 0.2]);
+    expect(c.linger.delayMs("k")).to.be.closeTo(16, 1e-9);
+  });
+
+  it("keeps keys apart, and forgets quiet ones once it holds many", () => {
+    const c = clock();
+    arrive(c, [0, 8, 8], "busy");
+    arrive(c, [0, 1_000], "quiet");
+    expect(c.linger.delayMs("busy")).to.equal(16);
+    expect(c.linger.delayMs("quiet")).to.equal(0);
+    for (let i = 0; i < 10_000; i++) c.linger.arrived(`key ${i}`);
+    // At 10,000 keys, a new one makes it forget those quiet for over 80 ms (4 × the upper bound): here all of them.
+    c.now += 1_000;
+    c.linger.arrived("one more");
+    expect(c.linger.size).to.equal(1);
+  });
+
+  it("refuses bounds that cannot hold", () => {
+    expect(() => new ArrivalLinger(10, 5)).to.throw(RangeError);
+    expect(() => new ArrivalLinger(-1, 5)).to.throw(RangeError);
   });
 });
 

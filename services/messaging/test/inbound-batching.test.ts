@@ -1,9 +1,12 @@
 import { expect } from "chai";
 import { Client } from "pg";
 import { CONTACTS_RPC, STREAMS, SUBJECTS } from "@platform/contracts";
+import type { MessagingDeps } from "../src/context";
+import { contextOf } from "../src/service";
 import { resolveContacts } from "../src/use-cases/contacts";
+import { processProviderBatch, Turns } from "../src/use-cases/process-provider-batch";
 import { eventually } from "@platform/testing";
-import { api, createChannel, eventsOf, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
+import { api, createChannel, eventsOf, messagesBatch, newOrg, receiveInbound, sharedHarness, uniquePhone, type Harness } from "./helpers/harness";
 
 /**
  * The inbound batch is written set-based (one statement per kind of row).
@@ -174,6 +177,97 @@ describe("provider status batches under concurrent redelivery", () => {
     expect(eventsOf(h, "message.failed", (d) => ids.has(d.messageId))).to.have.length(0);
     const { rows } = await db.query(`SELECT id, status, provider_message_id FROM messaging.messages WHERE id = ANY($1)`, [[...ids]]);
     for (const r of rows) expect(r).to.deep.equal({ id: r.id, status: "read", provider_message_id: sent.find((m) => m.id === r.id)!.providerMessageId });
+  });
+});
+
+/**
+ * The provider sends a message's `delivered` and `read` in separate batches, in
+ * that order, and the bus hands them over in that order; the consumer handles
+ * several batches at once. Each batch first looks its channel up (a query when
+ * it is not in memory), so the second could reach the group commit first: its
+ * `read` would then make the `delivered` a late status, and `message.delivered`
+ * would never be emitted. Statuses of one number go to the group commit in the
+ * order their batches were handed over.
+ */
+describe("status batches of one number keep their order through the handler", () => {
+  it("the `read` of the second batch waits for the `delivered` of the first, whose channel look-up took longer", async function () {
+    this.timeout(60_000);
+    const h = await sharedHarness();
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setWebhookUrl(undefined);
+    const sent: Array<{ id: string; providerMessageId: string }> = [];
+    try {
+      for (let k = 0; k < 3; k++) {
+        const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: `o${k}` });
+        expect(res.status).to.equal(200);
+        sent.push(res.body);
+      }
+    } finally {
+      h.sim.setWebhookUrl(h.webhookUrl);
+    }
+    const batch = (status: string) =>
+      JSON.stringify(
+        messagesBatch(channel.providerPhoneNumberId, {
+          statuses: sent.map((m) => ({ id: m.providerMessageId, status, timestamp: String(Math.floor(Date.now() / 1000)), recipient_id: phone.slice(1), biz_opaque_callback_data: m.id })),
+        }),
+      );
+
+    // The first batch's channel look-up answers only after the second's has (a slow query on a cold cache).
+    const ctx = contextOf(h.svc.deps as MessagingDeps);
+    const original = ctx.lookups.forProviderNumber;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    let secondAnswered = false;
+    ctx.lookups.forProviderNumber = async (id: string) => {
+      const call = ++calls;
+      if (call === 1) await held;
+      const row = await original.call(ctx.lookups, id);
+      if (call === 2) secondAnswered = true;
+      return row;
+    };
+    try {
+      const first = processProviderBatch(ctx, batch("delivered"));
+      const second = processProviderBatch(ctx, batch("read"));
+      await eventually(() => secondAnswered, 10_000);
+      release();
+      await Promise.all([first, second]);
+    } finally {
+      ctx.lookups.forProviderNumber = original;
+      release();
+    }
+
+    const ids = new Set(sent.map((m) => m.id));
+    await eventually(() => eventsOf(h, "message.read", (d) => ids.has(d.messageId)).length === sent.length, 10_000);
+    for (const type of ["message.delivered", "message.read"]) {
+      expect(eventsOf(h, type, (d) => ids.has(d.messageId)).map((e) => e.data.messageId).sort(), type).to.deep.equal([...ids].sort());
+    }
+  });
+
+  it("Turns: each turn of a key is ready once every earlier one of that key was released; keys are apart", async () => {
+    const turns = new Turns();
+    const order: string[] = [];
+    const a1 = turns.take("a");
+    const a2 = turns.take("a");
+    const b1 = turns.take("b");
+    const a3 = turns.take("a");
+    for (const [name, t] of [["a2", a2], ["a3", a3], ["b1", b1], ["a1", a1]] as const) void t.ready.then(() => order.push(name));
+    await new Promise((r) => setImmediate(r));
+    expect(order.sort()).to.deep.equal(["a1", "b1"]);
+    a2.release(); // released before its turn: a3 still waits for a1
+    await new Promise((r) => setImmediate(r));
+    expect(order).to.not.include("a3");
+    a1.release();
+    a1.release();
+    await new Promise((r) => setImmediate(r));
+    expect(order).to.include.members(["a2", "a3"]);
+    a3.release();
+    b1.release();
+    await new Promise((r) => setImmediate(r));
+    expect(turns.size).to.equal(0);
   });
 });
 

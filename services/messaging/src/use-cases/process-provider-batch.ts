@@ -10,7 +10,7 @@ import {
 } from "@platform/contracts";
 import { bulkTransaction } from "@platform/db";
 import { newId } from "@platform/id";
-import { Batcher } from "@platform/runtime";
+import { ArrivalLinger, Batcher } from "@platform/runtime";
 import type { MessagingContext } from "../context";
 import type { ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
@@ -35,6 +35,7 @@ export async function processProviderBatch(ctx: MessagingContext, rawBody: strin
   const body = ProviderWebhookBody.safeParse(json);
   if (!body.success) throw new PermanentError(`provider batch has an unexpected shape: ${body.error.message.slice(0, 200)}`);
 
+  const values: ProviderMessagesValue[] = [];
   for (const entry of body.data.entry) {
     for (const change of entry.changes) {
       if (change.field !== "messages") continue;
@@ -43,14 +44,66 @@ export async function processProviderBatch(ctx: MessagingContext, rawBody: strin
         ctx.log.warn({ err: value.error.message.slice(0, 300) }, "provider messages change ignored: unexpected shape");
         continue;
       }
-      const channel = await ctx.lookups.forProviderNumber(value.data.metadata.phone_number_id);
+      values.push(value.data);
+    }
+  }
+  // Status callbacks of one phone number reach the group commit in the order the bus handed their batches over
+  // (turns taken now, before anything is awaited): the provider's `delivered` then `read` of a message must not be
+  // overtaken by one another because one batch's channel look-up took longer (the `read` would make the `delivered`
+  // a late status, its event lost).
+  const turns = values.map((v) => (v.statuses?.length ? groupOf(ctx).statusTurns.take(v.metadata.phone_number_id) : undefined));
+  try {
+    for (const [i, value] of values.entries()) {
+      const channel = await ctx.lookups.forProviderNumber(value.metadata.phone_number_id);
+      const turn = turns[i];
       if (!channel) {
-        ctx.log.warn({ phoneNumberId: value.data.metadata.phone_number_id }, "provider batch for an unknown phone number id ignored");
+        turn?.release();
+        ctx.log.warn({ phoneNumberId: value.metadata.phone_number_id }, "provider batch for an unknown phone number id ignored");
         continue;
       }
-      if (value.data.messages?.length) await receiveMessages(ctx, channel, value.data);
-      if (value.data.statuses?.length) await applyStatuses(ctx, channel, value.data.statuses);
+      // The next turn may go as soon as these statuses are in the group commit's queue, not after their commit.
+      const statuses = turn
+        ? turn.ready.then(() => {
+            try {
+              return submitStatuses(ctx, channel, value.statuses!);
+            } finally {
+              turn.release();
+            }
+          })
+        : undefined;
+      try {
+        if (value.messages?.length) await receiveMessages(ctx, channel, value);
+      } finally {
+        await statuses;
+      }
     }
+  } finally {
+    for (const turn of turns) turn?.release();
+  }
+}
+
+/**
+ * Turns per key, in the order they were taken: a turn is `ready` once every
+ * turn taken before it for that key was released. Releasing twice is harmless.
+ */
+export class Turns {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  take(key: string): { ready: Promise<void>; release: () => void } {
+    const ready = this.tails.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const tail = ready.then(() => released);
+    this.tails.set(key, tail);
+    void tail.then(() => {
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    });
+    return { ready, release };
+  }
+
+  /** Keys with turns not yet released (for tests). */
+  get size(): number {
+    return this.tails.size;
   }
 }
 
@@ -134,12 +187,16 @@ const settle = (o: Outcome): void => {
  * that cannot be stored never holds back the others.
  */
 /**
- * How long a channel's idle write waits for more batches (ADR 0010): below saturation the provider's batches arrive a
- * few milliseconds apart, and each transaction alone costs its round trips (begin, four statements, commit) and the
- * relay's and the dispatcher's statements after it.
+ * How long a channel's idle write waits for more batches (ADRs 0010 and 0016): below saturation the provider's batches
+ * arrive a few milliseconds apart, and each transaction alone costs its round trips (begin, four statements, commit)
+ * and the relay's and the dispatcher's statements after it. About two gaps between the channel's recent batches, 5 to
+ * 20 ms, while they stream in; none for a trickle.
  */
-const GROUP_LINGER_MS = 5;
-const groups = new WeakMap<MessagingContext, { inbound: Batcher<{ channel: ChannelRow; items: InboundItem[] }, Outcome>; statuses: Batcher<{ channel: ChannelRow; input: StatusInput[] }, Outcome> }>();
+const groupLinger = () => new ArrivalLinger(5, 20);
+const groups = new WeakMap<
+  MessagingContext,
+  { inbound: Batcher<{ channel: ChannelRow; items: InboundItem[] }, Outcome>; statuses: Batcher<{ channel: ChannelRow; input: StatusInput[] }, Outcome>; statusTurns: Turns }
+>();
 function groupOf(ctx: MessagingContext) {
   let g = groups.get(ctx);
   if (!g) {
@@ -157,8 +214,9 @@ function groupOf(ctx: MessagingContext) {
         }
       };
     g = {
-      inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100, 1, GROUP_LINGER_MS),
-      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100, 1, GROUP_LINGER_MS),
+      inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100, 1, groupLinger()),
+      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100, 1, groupLinger()),
+      statusTurns: new Turns(),
     };
     groups.set(ctx, g);
   }
@@ -264,7 +322,8 @@ const FINAL = new Set<MessageStatus>(["read", "failed"]);
  * with these rules in SQL (`applyStatusBatch`), then the events of exactly
  * the changes it made go to the outbox in the same transaction.
  */
-async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: ProviderStatus[]): Promise<void> {
+/** Hands a batch's statuses to the channel's group commit now (synchronously); the promise settles at their commit. */
+function submitStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: ProviderStatus[]): Promise<void> {
   const origin = outboxOrigin();
   const input = statuses.map((s) => {
     const e = s.status === "failed" ? s.errors?.[0] : undefined;
@@ -277,7 +336,7 @@ async function applyStatuses(ctx: MessagingContext, channel: ChannelRow, statuse
       origin,
     };
   });
-  await groupOf(ctx).statuses.submit(channel.id, { channel, input }).then(settle);
+  return groupOf(ctx).statuses.submit(channel.id, { channel, input }).then(settle);
 }
 
 /** Statuses of one channel (one or several provider batches, in arrival order) in one transaction: one UPDATE, then the events. */
