@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { baseEnv, EXIT_CONFIG } from "@platform/config";
-import { checkConfiguration, checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, startStack } from "./index";
+import { checkConfiguration, checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, portInUse, startStack } from "./index";
 
 /** `npm start`: the whole stack in the foreground until Ctrl-C. */
 async function main(): Promise<void> {
@@ -24,6 +24,11 @@ async function main(): Promise<void> {
       natsUrl: problems.some((l) => l.startsWith("NATS_URL")) ? DEFAULT_NATS_URL : natsUrl,
     });
     process.exit(EXIT_CONFIG);
+  }
+  // Otherwise the gateway would restart on EADDRINUSE forever, and "ready" would be another process's answer.
+  if (await portInUse(port)) {
+    process.stderr.write(`port ${port} is in use (another \`npm start\`?): stop it, or start this one with PORT=<another port>\n`);
+    process.exit(1);
   }
   const problem = await checkDependencies(databaseUrl, natsUrl);
   if (problem) {

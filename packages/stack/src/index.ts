@@ -110,6 +110,11 @@ function tryPort(port: number): Promise<number | undefined> {
   });
 }
 
+/** True when something already listens on `port` on loopback (another stack's gateway, say). */
+export async function portInUse(port: number): Promise<boolean> {
+  return (await tryPort(port)) === undefined;
+}
+
 /**
  * A port nothing listens on, for a process started next. It is released before that process binds it, so two rules
  * keep that window safe: the port is never one the kernel hands out by itself (it comes from below the ephemeral

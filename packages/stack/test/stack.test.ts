@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
+import net from "node:net";
 import { expect } from "chai";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
 import { checkDependencies, discoverServices, freePort, reachable, REPO_ROOT, roundRobin } from "../src";
@@ -113,6 +114,20 @@ describe("npm start (the stack in the foreground)", function () {
     expect(run.output()).to.include("gateway has a configuration error");
     expect(run.output()).to.not.match(/restarting in/);
     await eventually(() => processesOfStack().length === 0, 10_000, 200);
+  });
+
+  it("says in one line that its port is taken, and starts nothing", async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, resolve));
+    try {
+      const run = await npmStart({ PORT: String((taken.address() as net.AddressInfo).port) });
+      expect(await run.exited).to.equal(1);
+      expect(run.output()).to.match(/port \d+ is in use/);
+      expect(run.output()).to.not.include("[stack] ready");
+      await eventually(() => processesOfStack().length === 0, 10_000, 200);
+    } finally {
+      taken.close();
+    }
   });
 
   it("prints every bad variable of every process before it stops, not only the first process's", async () => {
