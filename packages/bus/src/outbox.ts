@@ -174,10 +174,6 @@ export interface RelayOptions {
   standbyRetryMs?: number;
 }
 
-/** Bounds of the relay's wait for more commits while they stream in (ADR 0016). */
-const RELAY_COALESCE_MIN_MS = 5;
-const RELAY_COALESCE_MAX_MS = 20;
-
 /** Postgres ends the active relay's session after this long without a query (PostgreSQL 14+). */
 const RELAY_IDLE_SESSION_TIMEOUT_MS = 15_000;
 
@@ -216,7 +212,7 @@ export class OutboxRelay {
   published = 0;
 
   constructor(private readonly opts: RelayOptions) {
-    this.coalesce = opts.coalesceMs ?? new ArrivalLinger(RELAY_COALESCE_MIN_MS, RELAY_COALESCE_MAX_MS);
+    this.coalesce = opts.coalesceMs ?? new ArrivalLinger();
   }
 
   /** True while this replica is the schema's relay. */

@@ -1,10 +1,9 @@
 import type { Logger } from "@platform/logging";
 import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-
 import { ArrivalLinger } from "./linger";
 
-export { ArrivalLinger } from "./linger";
+export { ArrivalLinger };
 export { post, postTarget, PostTimeoutError, type PostAnswer, type PostOptions } from "./post";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -28,9 +28,10 @@ const MAX_KEYS = 10_000;
 export class ArrivalLinger {
   private readonly keys = new Map<string, { lastMs: number; lastGapMs?: number; averageGapMs?: number }>();
 
+  /** The bounds default to those of the inbound path's group commits (ADR 0016): 5 ms, the old fixed wait, to 20 ms. */
   constructor(
-    readonly minMs: number,
-    readonly maxMs: number,
+    readonly minMs = 5,
+    readonly maxMs = 20,
     private readonly nowMs: () => number = () => performance.now(),
   ) {
     if (!(minMs >= 0 && maxMs >= minMs)) throw new RangeError(`linger bounds ${minMs}–${maxMs} ms`);

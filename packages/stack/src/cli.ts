@@ -8,20 +8,21 @@ async function main(): Promise<void> {
   const natsUrl = process.env.NATS_URL ?? DEFAULT_NATS_URL;
   const port = Number(process.env.PORT ?? 8080);
   // The runner's own variables first (it needs them to start anything), by the rules every service applies.
+  const portOk = Number.isInteger(port) && port >= 1 && port <= 65535;
+  const database = baseEnv.DATABASE_URL.safeParse(databaseUrl);
+  const nats = baseEnv.NATS_URL.safeParse(natsUrl);
   const problems = [
-    ...(Number.isInteger(port) && port >= 1 && port <= 65535 ? [] : ["PORT is invalid: must be a port number (1 to 65535)"]),
-    ...(["DATABASE_URL", "NATS_URL"] as const).flatMap((name) => {
-      const parsed = baseEnv[name].safeParse(name === "DATABASE_URL" ? databaseUrl : natsUrl);
-      return parsed.success ? [] : [`${name} is invalid: ${parsed.error.issues[0].message}`];
-    }),
+    ...(portOk ? [] : ["PORT is invalid: must be a port number (1 to 65535)"]),
+    ...(database.success ? [] : [`DATABASE_URL is invalid: ${database.error.issues[0].message}`]),
+    ...(nats.success ? [] : [`NATS_URL is invalid: ${nats.error.issues[0].message}`]),
   ];
   if (problems.length > 0) {
     for (const line of problems) process.stderr.write(`config error [stack]: ${line}\n`);
     // Then every process's other variables (their lines follow), the runner's own replaced by good values.
     await checkConfiguration({
-      port: problems.some((l) => l.startsWith("PORT")) ? 8080 : port,
-      databaseUrl: problems.some((l) => l.startsWith("DATABASE_URL")) ? DEFAULT_DATABASE_URL : databaseUrl,
-      natsUrl: problems.some((l) => l.startsWith("NATS_URL")) ? DEFAULT_NATS_URL : natsUrl,
+      port: portOk ? port : 8080,
+      databaseUrl: database.success ? databaseUrl : DEFAULT_DATABASE_URL,
+      natsUrl: nats.success ? natsUrl : DEFAULT_NATS_URL,
     });
     process.exit(EXIT_CONFIG);
   }

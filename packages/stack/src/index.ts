@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import readline from "node:readline";
-import { EXIT_CONFIG } from "@platform/config";
+import { CONFIG_OK_MESSAGE, EXIT_CONFIG } from "@platform/config";
 
 /**
  * Runs the whole stack as `npm start` does: every service its own OS process
@@ -369,9 +369,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       configFailed = p.name;
       setTimeout(reportConfig, CONFIG_VERDICT_WAIT_MS).unref();
     }
-    if (opts.onChecked) {
-      if (procs.every((q) => q.judged)) opts.onChecked(configFailed === undefined);
-    } else if (procs.every((q) => q.judged)) reportConfig();
+    if (!procs.every((q) => q.judged)) return;
+    if (opts.onChecked) opts.onChecked(configFailed === undefined);
+    else reportConfig();
   };
   const spawnProc = (p: Proc, color: number) => {
     // STACK_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", not allowed in NODE_OPTIONS) profiles the services.
@@ -385,7 +385,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color)));
     }
     child.on("message", (message: { type?: string }) => {
-      if (message?.type === "config-ok" && !p.judged && !opts.onChecked) judged(p, false);
+      if (message?.type === CONFIG_OK_MESSAGE.type && !p.judged && !opts.onChecked) judged(p, false);
     });
     child.on("exit", (code, signal) => {
       if (opts.onChecked) return judged(p, code !== 0);

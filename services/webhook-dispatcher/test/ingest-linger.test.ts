@@ -33,17 +33,18 @@ describe("unit: event ingestion groups the events of a stream, not of a trickle"
 
   it("in a stream, stores events of later turns together with the first, and settles each after its write", async () => {
     const { writes, clock, settled, ingest } = setup();
-    // Events 100 ms apart on the linger's clock: an idle ingestor then waits two gaps, 200 ms of real time, for more.
+    // Events 250 ms apart on the linger's clock: an idle ingestor then waits two gaps, 500 ms of real time, for more
+    // (room for the two turns below on a slow, busy machine).
     for (const id of ["s1", "s2", "s3"]) {
       await ingest(id);
-      clock.now += 100;
+      clock.now += 250;
     }
     writes.length = 0;
     const first = ingest("a");
     await turn();
     await turn();
     expect(writes).to.deep.equal([]);
-    clock.now += 100;
+    clock.now += 250;
     const second = ingest("b");
     await Promise.all([first, second]);
     expect(writes).to.deep.equal([["a", "b"]]);

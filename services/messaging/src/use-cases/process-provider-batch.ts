@@ -71,11 +71,10 @@ export async function processProviderBatch(ctx: MessagingContext, rawBody: strin
             }
           })
         : undefined;
-      try {
-        if (value.messages?.length) await receiveMessages(ctx, channel, value);
-      } finally {
-        await statuses;
-      }
+      // Both awaited, and both handled from the start (a failed status write is no unhandled rejection while the
+      // messages are still being stored); the first failure fails the batch, which is redelivered.
+      const outcomes = await Promise.allSettled([value.messages?.length ? receiveMessages(ctx, channel, value) : undefined, statuses]);
+      for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
     }
   } finally {
     for (const turn of turns) turn?.release();
@@ -192,7 +191,6 @@ const settle = (o: Outcome): void => {
  * and the relay's and the dispatcher's statements after it. About two gaps between the channel's recent batches, 5 to
  * 20 ms, while they stream in; none for a trickle.
  */
-const groupLinger = () => new ArrivalLinger(5, 20);
 const groups = new WeakMap<
   MessagingContext,
   { inbound: Batcher<{ channel: ChannelRow; items: InboundItem[] }, Outcome>; statuses: Batcher<{ channel: ChannelRow; input: StatusInput[] }, Outcome>; statusTurns: Turns }
@@ -214,8 +212,8 @@ function groupOf(ctx: MessagingContext) {
         }
       };
     g = {
-      inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100, 1, groupLinger()),
-      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100, 1, groupLinger()),
+      inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100, 1, new ArrivalLinger()),
+      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100, 1, new ArrivalLinger()),
       statusTurns: new Turns(),
     };
     groups.set(ctx, g);
@@ -321,8 +319,10 @@ const FINAL = new Set<MessageStatus>(["read", "failed"]);
  * One transaction: one set-based UPDATE decides every message's new status
  * with these rules in SQL (`applyStatusBatch`), then the events of exactly
  * the changes it made go to the outbox in the same transaction.
+ *
+ * Hands a batch's statuses to the channel's group commit now (synchronously);
+ * the promise settles at their commit.
  */
-/** Hands a batch's statuses to the channel's group commit now (synchronously); the promise settles at their commit. */
 function submitStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: ProviderStatus[]): Promise<void> {
   const origin = outboxOrigin();
   const input = statuses.map((s) => {

@@ -24,12 +24,6 @@ interface Pending {
  * each caller's promise settles when its event is committed, so the bus
  * acks only what is durable.
  */
-/**
- * How long an idle ingestor collects events before writing them (ADR 0016): about two gaps between the recent events,
- * 5 to 20 ms, while they stream in; none for a trickle.
- */
-const INGEST_LINGER = { minMs: 5, maxMs: 20 };
-
 export class EventIngestor {
   private queue: Pending[] = [];
   private writing = false;
@@ -38,7 +32,11 @@ export class EventIngestor {
     private readonly repo: DeliveryRepository,
     private readonly dispatcher: Dispatcher,
     private readonly log: Logger,
-    private readonly linger = new ArrivalLinger(INGEST_LINGER.minMs, INGEST_LINGER.maxMs),
+    /**
+     * How long an idle ingestor collects events (ADR 0016): about two gaps between recent events, 5 to 20 ms, in a
+     * stream; none for a trickle.
+     */
+    private readonly linger = new ArrivalLinger(),
   ) {}
 
   ingest(event: Incoming): Promise<void> {
