@@ -29,6 +29,16 @@ describe("matchOptOutKeyword (unit)", () => {
     expect(matchOptOutKeyword("STOP", [])).to.equal(null);
   });
 
+  it("matches keywords outside ASCII case-insensitively, accents as spelt", () => {
+    const keywords = ["STRAẞE", "ΣΤΟΠ", "ARRÊT"];
+    expect(matchOptOutKeyword("straße", keywords)).to.equal("STRAẞE");
+    expect(matchOptOutKeyword("Strasse", keywords)).to.equal("STRAẞE");
+    expect(matchOptOutKeyword("στοπ", keywords)).to.equal("ΣΤΟΠ");
+    expect(matchOptOutKeyword("arre\u0302t", keywords)).to.equal("ARRÊT");
+    expect(matchOptOutKeyword("arret", keywords)).to.equal(null);
+    expect(matchOptOutKeyword("straße", ["STRASSE"])).to.equal("STRASSE");
+  });
+
   it("never matches empty or blank text", () => {
     expect(matchOptOutKeyword("", DEFAULT_OPT_OUT_KEYWORDS)).to.equal(null);
     expect(matchOptOutKeyword("   ", DEFAULT_OPT_OUT_KEYWORDS)).to.equal(null);

@@ -3,7 +3,12 @@ import { PermanentError } from "@platform/bus";
 import type { ContactsContext } from "./context";
 import { activateOptOut } from "./opt-outs";
 
-const fold = (s: string) => s.trim().normalize("NFC").toUpperCase();
+/**
+ * Case-insensitive across scripts: lower, then upper, so that letters whose
+ * capital has no one-letter lower partner still meet (`STRAẞE` and `straße`
+ * both become `STRASSE`); composed and decomposed accents are one spelling.
+ */
+const fold = (s: string) => s.trim().normalize("NFC").toLowerCase().toUpperCase();
 
 /**
  * The keyword of `keywords` that the whole message is, or null. The whole
