@@ -146,16 +146,26 @@ export function createGateway(deps: GatewayDeps): Gateway {
 
   // One proxy (one keep-alive pool) per service, shared by its admin and API routes.
   const upstreamBusy = metrics.counter("gateway_upstream_busy_total", "Calls answered 503 because their service already had UPSTREAM_MAX_IN_FLIGHT calls in flight", ["service"]);
+  const organizationBusy = metrics.counter(
+    "gateway_upstream_organization_busy_total",
+    "Calls answered 429 because their organization already had UPSTREAM_MAX_IN_FLIGHT_PER_ORGANIZATION calls in flight to the service",
+    ["service"],
+  );
   const proxyOpts = {
     internalToken: env.INTERNAL_TOKEN,
     timeoutMs: env.UPSTREAM_TIMEOUT_MS,
     maxInFlight: env.UPSTREAM_MAX_IN_FLIGHT,
+    maxInFlightPerOrganization: env.UPSTREAM_MAX_IN_FLIGHT_PER_ORGANIZATION ?? Math.ceil((env.UPSTREAM_MAX_IN_FLIGHT * 3) / 4),
     onBusy: (service: string) => upstreamBusy.inc({ service }),
+    onOrganizationBusy: (service: string) => organizationBusy.inc({ service }),
     log,
   };
   const proxies = new Map(ROUTES.map((r) => [r.name, proxyTo(env[r.service] as string | undefined, { ...proxyOpts, service: r.name })]));
   // A series per service from the start (0), so rates and alerts see it before the first refusal.
-  for (const route of ROUTES) upstreamBusy.inc({ service: route.name }, 0);
+  for (const route of ROUTES) {
+    upstreamBusy.inc({ service: route.name }, 0);
+    organizationBusy.inc({ service: route.name }, 0);
+  }
   metrics.gauge("gateway_upstream_in_flight", "Proxied calls waiting for each service now (at most UPSTREAM_MAX_IN_FLIGHT)", ["service"], function () {
     for (const [service, proxy] of proxies) this.set({ service }, proxy.inFlight ?? 0);
   });

@@ -36,6 +36,12 @@ export const envSchema = z.object({
    * up to 2 s in messaging for its channel's pacing slot: a channel driven at its full rate keeps twice its rate waiting.
    */
   UPSTREAM_MAX_IN_FLIGHT: z.coerce.number().int().min(1).default(1_024),
+  /**
+   * Of those, the calls one organization may hold at once (default three quarters of `UPSTREAM_MAX_IN_FLIGHT`); its next
+   * ones are answered 429 RATE_LIMITED with `Retry-After: 1`, so one organization's stalled uploads or full-rate bursts
+   * always leave room for the others' calls (ADR 0015, addendum).
+   */
+  UPSTREAM_MAX_IN_FLIGHT_PER_ORGANIZATION: z.coerce.number().int().min(1).optional(),
   /** Console (issue 15, ADR 0009): lifetime of a signed-in session. */
   CONSOLE_SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
   /** Sign-in attempts allowed per email and per client address in one window. */

@@ -41,8 +41,15 @@ export interface ProxyOptions {
   timeoutMs: number;
   /** Calls in flight at once to the service (`UPSTREAM_MAX_IN_FLIGHT`); the next ones are answered 503 at once. */
   maxInFlight: number;
+  /**
+   * Of those, the calls one organization may hold (`UPSTREAM_MAX_IN_FLIGHT_PER_ORGANIZATION`); its next ones are
+   * answered 429 RATE_LIMITED at once, so that one organization's slow or stalled calls leave room for the others.
+   */
+  maxInFlightPerOrganization?: number;
   /** Called for each call refused because `maxInFlight` were in flight (metrics). */
   onBusy?: (service: string) => void;
+  /** Called for each call refused because its organization held `maxInFlightPerOrganization` (metrics). */
+  onOrganizationBusy?: (service: string) => void;
   log: Logger;
   service: string;
 }
@@ -54,6 +61,9 @@ export interface ProxyOptions {
  * At most `maxInFlight` calls wait for the service at once: a further one is
  * answered 503 SERVICE_UNAVAILABLE with `Retry-After: 1` rather than queued in
  * memory, so a service that stalls cannot take the gateway's heap with it.
+ * One organization holds at most `maxInFlightPerOrganization` of those calls:
+ * its next one is answered 429 RATE_LIMITED with `Retry-After: 1`, and the
+ * other organizations keep the rest (ADR 0015, addendum).
  */
 export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHandler {
   if (!target) return (_req, res) => unavailable(res, `The ${opts.service} service is not available`);
@@ -115,8 +125,12 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
   });
   const forward = proxy as unknown as ProxyHandler;
   let inFlight = 0;
+  const perOrganization = new Map<string, number>();
+  const orgCap = opts.maxInFlightPerOrganization ?? opts.maxInFlight;
   let lastWarned = 0;
   const handler: ProxyHandler = (req, res, next) => {
+    const org = organizationOf(req as ForwardedRequest);
+    const held = org === undefined ? 0 : perOrganization.get(org) ?? 0;
     if (inFlight >= opts.maxInFlight) {
       opts.onBusy?.(opts.service);
       // One line per second at most: a stalled service would otherwise add a line per refused call.
@@ -127,13 +141,26 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
       unavailable(res, `The ${opts.service} service is busy; retry later`, { "Retry-After": "1" });
       return;
     }
+    if (held >= orgCap) {
+      opts.onOrganizationBusy?.(opts.service);
+      const body = errorBody("RATE_LIMITED", "Too many requests");
+      res.writeHead(429, { "Retry-After": "1", "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
     inFlight++;
+    if (org !== undefined) perOrganization.set(org, held + 1);
     const call: NonNullable<ForwardedRequest["upstreamCall"]> = { clientGone: false };
     (req as ForwardedRequest).upstreamCall = call;
     // `close` comes once per response: answered, timed out, or left by the client before its answer. A client that
     // left ends its call to the service too (as nginx does by default), so the slot and the pool's socket are free.
     res.once("close", () => {
       inFlight--;
+      if (org !== undefined) {
+        const left = (perOrganization.get(org) ?? 1) - 1;
+        if (left > 0) perOrganization.set(org, left);
+        else perOrganization.delete(org);
+      }
       if (res.writableFinished) return;
       call.clientGone = true;
       call.request?.destroy();
@@ -142,6 +169,12 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
     forward(req, res, next);
   };
   return Object.defineProperty(handler, "inFlight", { get: () => inFlight });
+}
+
+/** The organization a call is made for: set by the /api/v1 front, or by the admin and console routes. */
+function organizationOf(req: ForwardedRequest): string | undefined {
+  const org = (req.forwarded ?? req.res?.locals)?.organizationId;
+  return typeof org === "string" ? org : undefined;
 }
 
 /** Answers 503 SERVICE_UNAVAILABLE with the contract's envelope. */
@@ -164,8 +197,8 @@ function setForwardedHeaders(req: ForwardedRequest, target: string, opts: Pick<P
   delete headers.authorization;
   const forwarded = req.forwarded ?? req.res?.locals;
   headers[INTERNAL_HEADERS.token] = opts.internalToken;
-  const org = forwarded?.organizationId;
-  if (typeof org === "string") headers[INTERNAL_HEADERS.organization] = org;
+  const org = organizationOf(req);
+  if (org !== undefined) headers[INTERNAL_HEADERS.organization] = org;
   const requestId = forwarded?.requestId;
   if (typeof requestId === "string") headers[INTERNAL_HEADERS.requestId] = requestId;
   // Tracing on: the hop is a client span, child of the gateway's server span, and the service continues it.

@@ -102,3 +102,48 @@ describe("gateway: a stalled service", () => {
     expect(after.map((r) => r.status)).to.deep.equal([200, 200, 200]);
   });
 });
+
+describe("gateway: one organization's calls to a stalled service", () => {
+  const h = new GatewayHarness();
+  let service: Awaited<ReturnType<typeof stalledService>>;
+  before(async () => {
+    service = await stalledService();
+    // Default share: three quarters of 4 slots.
+    await h.start({ CONTACTS_URL: service.url, UPSTREAM_MAX_IN_FLIGHT: "4" });
+  });
+  after(async () => {
+    await service.close();
+    await h.stop();
+  });
+
+  it("hold at most UPSTREAM_MAX_IN_FLIGHT_PER_ORGANIZATION of its slots: that organization's next call is answered 429 at once, another organization's still reaches the service", async () => {
+    const busy = await h.organization();
+    const other = await h.organization();
+    const waiting = [call(h.url, busy.key), call(h.url, busy.key), call(h.url, busy.key)];
+    await eventually(() => service.received === 3, 10_000);
+
+    const refused = await request(h.url).get("/api/v1/contacts?limit=1").set("Authorization", `Bearer ${busy.key}`);
+    expect(refused.status).to.equal(429);
+    expect(refused.headers["retry-after"]).to.equal("1");
+    expect(refused.body).to.deep.equal({ error: { code: "RATE_LIMITED", message: "Too many requests" } });
+    expect(service.received, "the refused call never reached the service").to.equal(3);
+    const metrics = (await request(h.url).get("/metrics")).text;
+    expect(metrics).to.match(/^gateway_upstream_organization_busy_total\{service="contacts"\} 1$/m);
+    expect(metrics).to.match(/^gateway_upstream_busy_total\{service="contacts"\} 0$/m);
+
+    // The fourth slot is the other organization's; beyond it the service is full for everyone (503).
+    const admitted = call(h.url, other.key);
+    await eventually(() => service.received === 4, 10_000);
+    const full = await request(h.url).get("/api/v1/contacts?limit=1").set("Authorization", `Bearer ${other.key}`);
+    expect(full.status).to.equal(503);
+
+    // A slot its organization frees is its organization's again.
+    waiting[0].abandon();
+    await eventually(() => service.endedByCaller === 1, 10_000);
+    const again = call(h.url, busy.key);
+    await eventually(() => service.received === 5, 10_000);
+
+    service.release();
+    expect(await Promise.all([waiting[1].status, waiting[2].status, admitted.status, again.status])).to.deep.equal([200, 200, 200, 200]);
+  });
+});
