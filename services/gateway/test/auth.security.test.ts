@@ -66,6 +66,8 @@ describe("gateway: API keys", () => {
     const list = await h.admin().get(`/admin/v1/organizations/${id}/api-keys`).expect(200);
     expect(list.body.items[0].revokedAt).to.be.a("string");
     expect(list.body.items[0].lastUsedAt).to.be.a("string");
+    // Its uses before the revocation were written after it (in the listing's flush), with the time they happened.
+    expect(Date.parse(list.body.items[0].lastUsedAt)).to.be.at.most(Date.parse(list.body.items[0].revokedAt));
   });
 
   it("keeps a key of one organization out of another organization's admin routes", async () => {

@@ -40,7 +40,8 @@ export class AuthCache {
   private keys = new Map<string, CacheEntry<Principal | null>>();
   private orgs = new Map<string, CacheEntry<OrganizationPolicy | null>>();
   private pendingKey = new Map<string, Promise<Principal | null>>();
-  private usedKeys = new Set<string>();
+  /** Keys used since the last flush, with the time of their last use (written as `last_used_at`). */
+  private usedKeys = new Map<string, number>();
   /** Bumped by every eviction; a load from an older generation is not cached. */
   private generation = 0;
   private flushTimer?: NodeJS.Timeout;
@@ -58,7 +59,7 @@ export class AuthCache {
     const now = Date.now();
     const hit = this.keys.get(hash);
     if (hit && hit.expiresAt > now) {
-      if (hit.value) this.usedKeys.add(hit.value.keyId);
+      if (hit.value) this.usedKeys.set(hit.value.keyId, now);
       return hit.value;
     }
     // Collapse concurrent misses for one key into one query.
@@ -72,7 +73,7 @@ export class AuthCache {
       this.pendingKey.set(hash, pending);
     }
     const value = await pending;
-    if (value) this.usedKeys.add(value.keyId);
+    if (value) this.usedKeys.set(value.keyId, Date.now());
     return value;
   }
 
@@ -132,7 +133,10 @@ export class AuthCache {
     this.pendingKey.clear();
   }
 
-  /** `lastUsedAt` is written in batches every few seconds, not per request. */
+  /**
+   * `lastUsedAt` is written in batches every few seconds, not per request, with the time each key was last used (not
+   * the time of the write: a key used, then revoked before the flush, has its use before its revocation).
+   */
   startUsageFlush(everyMs = 5_000): void {
     this.flushTimer = setInterval(() => void this.flushUsage(), everyMs);
     this.flushTimer.unref();
@@ -140,10 +144,15 @@ export class AuthCache {
 
   async flushUsage(): Promise<void> {
     if (this.usedKeys.size === 0) return;
-    const ids = [...this.usedKeys];
+    const ids = [...this.usedKeys.keys()];
+    const at = [...this.usedKeys.values()].map((ms) => new Date(ms).toISOString());
     this.usedKeys.clear();
     try {
-      await this.db.query(`UPDATE gateway.api_keys SET last_used_at = now() WHERE id = ANY($1::text[])`, [ids]);
+      await this.db.query(
+        `UPDATE gateway.api_keys k SET last_used_at = GREATEST(k.last_used_at, u.at)
+           FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at) WHERE k.id = u.id`,
+        [ids, at],
+      );
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, "could not record key usage");
     }
