@@ -13,7 +13,9 @@ export const DATE_INPUT_MESSAGE = "must be a date (YYYY-MM-DD) or an ISO 8601 da
  * The instant a date input stands for, in milliseconds since the epoch, or undefined when it is not a real date. A
  * date-only value is 00:00:00.000Z of that day (UTC) as a `start`, 23:59:59.999Z as an `end` (an inclusive range's
  * end). A full ISO 8601 date-time without an offset is read as UTC; an offset may be `Z`, `±hh`, `±hhmm` or `±hh:mm`;
- * digits past the millisecond are dropped (the API's precision is the millisecond). Years 0001 to 9999.
+ * digits past the millisecond are dropped (the API's precision is the millisecond). Years 0001 to 9999, also once the
+ * offset is applied: `0001-01-01T00:00+01:00` (year 0 in UTC) and `9999-12-31T23:00-05:00` (year 10000) are not
+ * dates this API can write back as ISO 8601 UTC.
  */
 export function dateInstant(value: string, edge: "start" | "end" = "start"): number | undefined {
   const d = DATE_ONLY.exec(value);
@@ -36,8 +38,13 @@ export function dateInstant(value: string, edge: "start" | "end" = "start"): num
     if (hours > 23 || minutes > 59) return undefined;
     offsetMin = (m[1] === "-" ? -1 : 1) * (hours * 60 + minutes);
   }
-  return local - offsetMin * 60_000;
+  const instant = local - offsetMin * 60_000;
+  return instant < FIRST_INSTANT || instant > LAST_INSTANT ? undefined : instant;
 }
+
+/** 0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the instants whose ISO 8601 form has a four-digit year. */
+const FIRST_INSTANT = Date.parse("0001-01-01T00:00:00.000Z");
+const LAST_INSTANT = Date.parse("9999-12-31T23:59:59.999Z");
 
 /** Milliseconds of a UTC calendar time, or undefined when that day does not exist (Date.UTC would roll it over). */
 function utc(y: number, m: number, d: number, h: number, mi: number, s: number, ms: number): number | undefined {

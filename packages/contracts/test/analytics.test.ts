@@ -29,6 +29,15 @@ describe("analytics dates", () => {
     expect(at("0050-03-01T12:00:00Z")).to.equal("0050-03-01T12:00:00.000Z");
     expect(at("0001-01-01")).to.equal("0001-01-01T00:00:00.000Z");
     expect(at("9999-12-31", "end")).to.equal("9999-12-31T23:59:59.999Z");
+    expect(at("9999-12-31T23:59:59.999Z")).to.equal("9999-12-31T23:59:59.999Z");
+    expect(at("0001-01-01T00:30:00-01:00")).to.equal("0001-01-01T01:30:00.000Z");
+  });
+
+  it("refuses an offset that moves the instant out of years 0001 to 9999 in UTC (no four-digit ISO form to answer with)", () => {
+    for (const v of ["0001-01-01T00:00:00+01:00", "0001-01-01T00:30+01", "9999-12-31T23:00:00-05:00", "9999-12-31T23:59:59.999-00:01"]) {
+      expect(analyticsInstant(v, "start"), v).to.equal(undefined);
+      expect(analyticsInstant(v, "end"), v).to.equal(undefined);
+    }
   });
 
   it("refuses impossible or malformed dates", () => {

@@ -34,6 +34,22 @@ describe("analytics: invalid queries", () => {
     expect(sameDay.body.period.end).to.equal("2026-02-01T23:59:59.999Z");
   });
 
+  it("the last and first instants of years 0001 to 9999 are valid edges (200, no 500); an offset that leaves those years is 400", async () => {
+    for (const qs of [
+      "?startDate=0001-01-01&endDate=9999-12-31",
+      "?startDate=9999-12-31&endDate=9999-12-31",
+      "?startDate=2026-01-01&endDate=9999-12-31T23:59:59.999Z",
+      "?startDate=0001-01-01T00:30:00-01:00&endDate=2026-01-01",
+    ]) {
+      const res = await api(newOrg()).get(`/api/v1/analytics${qs}`);
+      expect(res.status, qs).to.equal(200);
+    }
+    const all = await api(newOrg()).get("/api/v1/analytics?startDate=0001-01-01&endDate=9999-12-31");
+    expect(all.body.period).to.deep.equal({ start: "0001-01-01T00:00:00.000Z", end: "9999-12-31T23:59:59.999Z" });
+    await expect400(`?startDate=${encodeURIComponent("0001-01-01T00:00:00+01:00")}&endDate=2026-01-01`, "query.startDate");
+    await expect400(`?startDate=2026-01-01&endDate=${encodeURIComponent("9999-12-31T23:59:59-05:00")}`, "query.endDate");
+  });
+
   it("repeated parameters are refused", async () => {
     await expect400("?startDate=2026-01-01&startDate=2026-01-02&endDate=2026-02-01", "query.startDate");
   });

@@ -32,9 +32,12 @@ describe("POST /api/v1/templates/send: creation, validation, idempotency; GET an
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.scheduledFor, scheduledAt).to.equal(scheduledFor);
     }
-    const bad = await api(h, org).post("/api/v1/templates/send").send({ templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: `${year}-02-30` });
-    expect(bad.status).to.equal(400);
-    expect(bad.body.error.details[0].path).to.equal("scheduledAt");
+    // An impossible day, and an offset that moves the instant into year 10000 (no ISO 8601 UTC form to answer with).
+    for (const scheduledAt of [`${year}-02-30`, "9999-12-31T23:59:59-05:00"]) {
+      const bad = await api(h, org).post("/api/v1/templates/send").send({ templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt });
+      expect(bad.status, scheduledAt).to.equal(400);
+      expect(bad.body.error.details[0].path).to.equal("scheduledAt");
+    }
   });
 
   it("accepts the provider's numeric template id with templateAccountId; without it 400, with another account 404", async () => {

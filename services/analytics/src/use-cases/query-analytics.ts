@@ -72,6 +72,15 @@ export function planQuery(from: number, to: number): QueryPlan {
   return plan;
 }
 
+/**
+ * An instant as Postgres reads it. The exclusive end of a range ending 9999-12-31T23:59:59.999Z is in year 10000, which
+ * JavaScript writes in its expanded form (`+010000-…`) and Postgres refuses; Postgres reads `10000-01-01T…Z`.
+ */
+const iso = (ms: number) => {
+  const s = new Date(ms).toISOString();
+  return s.startsWith("+") ? s.slice(1).replace(/^0+/, "") : s;
+};
+
 /** Counts by status over a plan, in one SQL statement. */
 export async function countByStatus(db: Queryable, organizationId: string, plan: QueryPlan): Promise<Map<string, number>> {
   const params: unknown[] = [organizationId];
@@ -79,7 +88,6 @@ export async function countByStatus(db: Queryable, organizationId: string, plan:
     params.push(v);
     return `$${params.length}`;
   };
-  const iso = (ms: number) => new Date(ms).toISOString();
   const parts = [
     ...plan.rows.map(
       (s) =>
