@@ -69,9 +69,20 @@ export type ProviderWebhookBody = z.infer<typeof ProviderWebhookBody>;
 export const MessageSendWork = z.object({ messageId: z.string(), organizationId: z.string() });
 export type MessageSendWork = z.infer<typeof MessageSendWork>;
 
+/**
+ * An outbound message the provider has not accepted at its first attempt: stored, answered with `providerMessageId:
+ * null`, retried in the background. Not a public event (the spec's message statuses start at `sent`); analytics counts
+ * the message from here on, as `pending`, until its first status event moves it (contract: analytics counts outbound
+ * messages by their `createdAt`, each by its current status).
+ */
+export const MessagePending = z.object({ organizationId: z.string(), messageId: z.string(), createdAt: z.string() });
+export type MessagePending = z.infer<typeof MessagePending>;
+
 export const MESSAGING_SUBJECTS = {
   /** On STREAMS.work. */
   sendWork: { subject: "work.messaging.send.v1", schema: MessageSendWork },
+  /** On STREAMS.system, msgId `pending:<messageId>`: written with the first attempt's transient outcome. */
+  messagePending: { subject: "sys.message.pending.v1", schema: MessagePending },
   /** Core NATS broadcast: every messaging replica drops its cached channels of the organization. */
   channelsChanged: { subject: "bcast.messaging.channels.changed.v1", schema: z.object({ organizationId: z.string() }) },
 } as const;

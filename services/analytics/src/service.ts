@@ -1,6 +1,7 @@
 import { Router } from "express";
 import type { ServiceDefinition } from "@platform/service";
-import { MessageEventIngestor } from "./bus/consumers/evt.message.status.consumer";
+import { MessageEventIngestor, STATUS_EVENTS_FEED } from "./bus/consumers/evt.message.status.consumer";
+import { PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.pending.consumer";
 import { entities } from "./db/entities";
 import { CreateAnalyticsSchema1763900000000 } from "./db/migrations/1763900000000-CreateAnalyticsSchema";
 import { envShape } from "./env";
@@ -26,20 +27,26 @@ export const definition: ServiceDefinition<typeof envShape> = {
     return router;
   },
   async start(deps) {
-    const ingestor = new MessageEventIngestor({
-      db: deps.db,
-      bus: deps.bus,
-      log: deps.log,
-      batchMax: deps.env.ANALYTICS_BATCH_MAX,
-      maxAckPending: deps.env.ANALYTICS_MAX_ACK_PENDING,
-      ackWaitMs: deps.env.ANALYTICS_ACK_WAIT_MS,
-    });
-    await ingestor.start();
-    return [() => ingestor.stop()];
+    // The status events, and the messages their first attempt left pending: two feeds into the one statement.
+    const ingestors = [STATUS_EVENTS_FEED, PENDING_MESSAGES_FEED].map(
+      (feed) =>
+        new MessageEventIngestor({
+          feed,
+          db: deps.db,
+          bus: deps.bus,
+          log: deps.log,
+          batchMax: deps.env.ANALYTICS_BATCH_MAX,
+          maxAckPending: deps.env.ANALYTICS_MAX_ACK_PENDING,
+          ackWaitMs: deps.env.ANALYTICS_ACK_WAIT_MS,
+        }),
+    );
+    for (const ingestor of ingestors) await ingestor.start();
+    return ingestors.map((ingestor) => () => ingestor.stop());
   },
 };
 
 export { envShape } from "./env";
-export { MessageEventIngestor, MESSAGE_EVENTS_DURABLE } from "./bus/consumers/evt.message.status.consumer";
+export { MessageEventIngestor, MESSAGE_EVENTS_DURABLE, STATUS_EVENTS_FEED } from "./bus/consumers/evt.message.status.consumer";
+export { PENDING_MESSAGES_DURABLE, PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.pending.consumer";
 export { applyStatusEvents, STATUS_RANK, type StatusEvent } from "./use-cases/apply-statuses";
 export { planQuery, queryAnalytics } from "./use-cases/query-analytics";

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
 import { startService } from "@platform/service";
-import { eventually } from "@platform/testing";
+import { collectSubject, eventually } from "@platform/testing";
 import { newId } from "@platform/id";
 import { contextOf, definition, reservePacingSlots } from "../src/service";
 import { messageStatusEvent } from "../src/use-cases/events";
@@ -319,19 +319,30 @@ describe("POST /api/v1/messages (happy paths)", () => {
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    h.sim.setMode({ kind: "error", httpStatus: 503, code: 1, message: "Service temporarily unavailable", times: 1 });
-    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "retry me" });
-    expect(res.status).to.equal(200);
-    expect(res.body.providerMessageId).to.equal(null);
-    const sent = await eventually(() => {
-      const list = eventsOf(h, "message.sent", (d) => d.messageId === res.body.id);
-      return list.length ? list : undefined;
-    }, 15_000);
-    expect(sent[0].data.providerMessageId).to.match(/^wamid\./);
-    const calls = providerRequestsFor(h, res.body.id);
-    expect(calls.map((c) => c.responseStatus)).to.deep.equal([503, 200]);
-    await new Promise((r) => setTimeout(r, 500));
-    expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(1);
+    const pendingFacts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messagePending.subject}`);
+    try {
+      const accepted = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "accepted at once" }).expect(200);
+      h.sim.setMode({ kind: "error", httpStatus: 503, code: 1, message: "Service temporarily unavailable", times: 1 });
+      const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "retry me" });
+      expect(res.status).to.equal(200);
+      expect(res.body.providerMessageId).to.equal(null);
+      const sent = await eventually(() => {
+        const list = eventsOf(h, "message.sent", (d) => d.messageId === res.body.id);
+        return list.length ? list : undefined;
+      }, 15_000);
+      expect(sent[0].data.providerMessageId).to.match(/^wamid\./);
+      const calls = providerRequestsFor(h, res.body.id);
+      expect(calls.map((c) => c.responseStatus)).to.deep.equal([503, 200]);
+      await new Promise((r) => setTimeout(r, 500));
+      expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(1);
+      // Analytics learns of the message while it waits (sys.message.pending.v1, once); not of one accepted at once.
+      const [row] = await h.svc.deps.db.query(`SELECT created_at FROM messaging.messages WHERE id = $1`, [res.body.id]);
+      expect(pendingFacts.received.map((m) => m.data)).to.deep.equal([{ organizationId: org, messageId: res.body.id, createdAt: row.created_at.toISOString() }]);
+      expect(pendingFacts.received.map((m) => m.headers["Nats-Msg-Id"])).to.deep.equal([`pending:${res.body.id}`]);
+      expect(accepted.body.providerMessageId).to.match(/^wamid\./);
+    } finally {
+      await pendingFacts.close();
+    }
   });
 
   it("gives up after 24 hours of transient failures: failed with message.failed, no more attempts", async function () {

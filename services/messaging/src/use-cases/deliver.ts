@@ -1,4 +1,4 @@
-import { enqueue, RetryableError } from "@platform/bus";
+import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
 import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
 import type { MessagingContext, StageClock } from "../context";
@@ -7,6 +7,7 @@ import { messagesRepository, type MessageRow } from "../db/repositories/messages
 import { messageStatusEvent } from "./events";
 import { BULK_HORIZON_MS, reserveBulkPacingSlots, slowDownChannel } from "./pacing";
 import { sleep } from "@platform/runtime";
+import { iso } from "@platform/db";
 
 /** Background retries: exponential backoff from 1 s, capped at 60 s, for up to 24 hours after the message was stored. */
 export const RETRY_FOR_MS = 24 * 3_600_000;
@@ -45,6 +46,15 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
     subject: MESSAGING_SUBJECTS.sendWork.subject,
     msgId: `send:${message.id}:${attempt}`,
     payload: { messageId: message.id, organizationId: message.organization_id },
+  };
+}
+
+/** `sys.message.pending.v1` of a message its first attempt left pending (once per message: its msgId). */
+export function pendingFact(message: Pick<MessageRow, "id" | "organization_id" | "created_at">) {
+  return {
+    subject: MESSAGING_SUBJECTS.messagePending.subject,
+    msgId: `pending:${message.id}`,
+    payload: { organizationId: message.organization_id, messageId: message.id, createdAt: iso(message.created_at)! },
   };
 }
 
@@ -216,7 +226,10 @@ async function recordTransient(
     }
     const scheduled = await messagesRepository.scheduleRetry(tx, message.id, attempt, delayMs, error);
     if (!scheduled) return { kind: "settled", message: undefined } as const;
-    if (opts.enqueueRetry) await enqueue(tx, "messaging", [sendWorkItem(message, attempt + 1)]);
+    const outbox: OutboxMessage[] = opts.enqueueRetry ? [sendWorkItem(message, attempt + 1)] : [];
+    // The first attempt left it pending: analytics counts it from now on (the later ones would say the same again).
+    if (attempt === 1) outbox.push(pendingFact(scheduled));
+    await enqueue(tx, "messaging", outbox);
     return { kind: "retry", delayMs } as const;
   });
 }

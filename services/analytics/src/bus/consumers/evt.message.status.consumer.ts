@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type JsMsg } from "nats";
 import { redeliveryDelay, type Bus } from "@platform/bus";
-import { DomainEvent, MessageStatusData, STREAMS } from "@platform/contracts";
+import { DomainEvent, MessageStatusData, STREAMS, type StreamDef } from "@platform/contracts";
 import type { Logger } from "@platform/logging";
 import type { DataSource, EntityManager } from "typeorm";
 import { applyStatusEvents, type StatusEvent } from "../../use-cases/apply-statuses";
@@ -12,6 +12,25 @@ export const MESSAGE_EVENTS_FILTER = "evt.message.>";
 const STATUS_EVENTS = new Set(["message.sent", "message.delivered", "message.read", "message.failed"]);
 const decoder = new TextDecoder();
 
+/** One message as a feed hands it over, "skip" for what the feed carries but analytics ignores, or why it is unusable. */
+export type Parsed = { event: StatusEvent; timestamp: number } | "skip" | string;
+
+/** Where the ingestor reads message statuses from: a durable consumer of one stream, with one filter subject. */
+export interface MessageFeed {
+  durable: string;
+  stream: StreamDef;
+  filter: string;
+  parse(m: JsMsg): Parsed;
+}
+
+/** The public status events (`message.sent`, `.delivered`, `.read`, `.failed`). */
+export const STATUS_EVENTS_FEED: MessageFeed = {
+  durable: MESSAGE_EVENTS_DURABLE,
+  stream: STREAMS.events,
+  filter: MESSAGE_EVENTS_FILTER,
+  parse: parseStatusEvent,
+};
+
 export interface IngestorOptions {
   db: DataSource;
   bus: Bus;
@@ -19,6 +38,9 @@ export interface IngestorOptions {
   batchMax: number;
   maxAckPending: number;
   ackWaitMs: number;
+  /** Default: the status events. */
+  feed?: MessageFeed;
+  /** Default: the feed's (tests use their own). */
   durable?: string;
   /** Test seams around the commit of a batch (a crash between apply and commit, or between commit and ack). */
   hooks?: {
@@ -36,7 +58,7 @@ export interface IngestStats {
 }
 
 /**
- * Pull consumer of the message events applied in batches: whatever arrived
+ * Pull consumer of a feed of message statuses applied in batches: whatever arrived
  * while the previous batch was committing (up to `batchMax`) is applied in ONE
  * transaction, then acked. A consumer killed before the ack gets the batch
  * again after the ack wait; the per-message rows make that a no-op.
@@ -49,20 +71,24 @@ export class MessageEventIngestor {
   private loop?: Promise<void>;
   readonly stats: IngestStats = { batches: 0, events: 0, changed: 0, lastLagMs: 0 };
 
-  constructor(private readonly opts: IngestorOptions) {}
+  private readonly feed: MessageFeed;
+
+  constructor(private readonly opts: IngestorOptions) {
+    this.feed = opts.feed ?? STATUS_EVENTS_FEED;
+  }
 
   get durable(): string {
-    return this.opts.durable ?? MESSAGE_EVENTS_DURABLE;
+    return this.opts.durable ?? this.feed.durable;
   }
 
   async start(): Promise<void> {
     const { bus } = this.opts;
-    const stream = bus.streamName(STREAMS.events);
+    const stream = bus.streamName(this.feed.stream);
     const settings = {
       ack_wait: nanos(this.opts.ackWaitMs),
       max_ack_pending: this.opts.maxAckPending,
       max_deliver: -1,
-      filter_subject: bus.subject(MESSAGE_EVENTS_FILTER),
+      filter_subject: bus.subject(this.feed.filter),
     };
     try {
       await bus.jsm.consumers.info(stream, this.durable);
@@ -114,7 +140,7 @@ export class MessageEventIngestor {
     const take: JsMsg[] = [];
     let oldest = Number.POSITIVE_INFINITY;
     for (const m of batch) {
-      const parsed = parseStatusEvent(m);
+      const parsed = this.feed.parse(m);
       if (parsed === "skip") {
         take.push(m);
       } else if (typeof parsed === "string") {
@@ -173,7 +199,7 @@ export class MessageEventIngestor {
 }
 
 /** A status event, "skip" for the other message events (message.received), or why it cannot be used. */
-function parseStatusEvent(m: JsMsg): { event: StatusEvent; timestamp: number } | "skip" | string {
+function parseStatusEvent(m: JsMsg): Parsed {
   let raw: unknown;
   try {
     raw = JSON.parse(decoder.decode(m.data));
