@@ -1,5 +1,9 @@
 import { expect } from "chai";
 import { eventually } from "@platform/testing";
+import { newId } from "@platform/id";
+import { contextOf } from "../src/service";
+import { channelsRepository } from "../src/db/repositories/channels.repository";
+import { attemptSend } from "../src/use-cases/deliver";
 import {
   api,
   createChannel,
@@ -101,6 +105,64 @@ describe("POST /api/v1/messages (errors)", () => {
     expect(requestsSoFar()).to.equal(before);
     const otherChannel = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hi", messagingChannelId: b.id });
     expect(otherChannel.status).to.equal(200);
+  });
+
+  it("an opt-out set while a send waits for its retry stops it: message.failed (contact_opted_out), never sent", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 1_000 });
+    let res;
+    try {
+      res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "queued, then opted out", messagingChannelId: channel.id });
+      expect(res.status).to.equal(200);
+      expect(res.body.providerMessageId).to.equal(null);
+      await h.contacts.optOut(org, channel.id, phone);
+    } finally {
+      h.sim.setMode({ kind: "ok" });
+    }
+    const failed = await eventually(() => {
+      const list = eventsOf(h, "message.failed", (d) => d.messageId === res.body.id);
+      return list.length ? list : undefined;
+    }, 20_000);
+    expect(failed[0].data.error).to.deep.equal({ code: "contact_opted_out", title: "The contact opted out on this channel before the message was sent" });
+    expect(providerRequestsFor(h, res.body.id).every((c) => c.responseStatus === 503), "only the failed calls before the opt-out").to.equal(true);
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(0);
+  });
+
+  it("an attempt that waited for its pacing slot checks the opt-out again before the provider call; one that did not wait does not", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const ctx = contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps);
+    const store = async () =>
+      (await ctx.writes.store({ id: newId("message"), organizationId: org, channelId: channel.id, contactId: newId("contact"), phone, text: "paced", leaseMs: 15_000 })).message;
+    const row = await channelsRepository.findById(ctx.db, org, channel.id);
+    // The opt-out is set after the request's own check, while the send waits for its slot.
+    await h.contacts.optOut(org, channel.id, phone);
+    const paced = await store();
+    const outcome = await attemptSend(ctx, paced, { enqueueRetry: true, channel: row!, paceWaitMs: 5 });
+    expect(outcome.kind).to.equal("failed");
+    expect(providerRequestsFor(h, paced.id)).to.have.length(0);
+    // No wait: the request's own check just before it stored the message stands (a second one would cost every send a
+    // round trip to contacts). Counted around the real checker; the channel's spacing interval has passed.
+    await new Promise((r) => setTimeout(r, 1_000 / row!.messages_per_second + 20));
+    const checker = ctx.optOuts;
+    const original = checker.isOptedOut;
+    let checks = 0;
+    checker.isOptedOut = (...args) => {
+      checks++;
+      return original.apply(checker, args);
+    };
+    try {
+      const direct = await store();
+      await attemptSend(ctx, direct, { enqueueRetry: true, channel: row!, paceWaitMs: 0 });
+    } finally {
+      checker.isOptedOut = original;
+    }
+    expect(checks, "no second check").to.equal(0);
   });
 
   it("503 when the opt-out check cannot be answered (fails closed), nothing sent", async () => {

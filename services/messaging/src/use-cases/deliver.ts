@@ -105,6 +105,8 @@ async function recordAccepted(ctx: MessagingContext, message: MessageRow, attemp
 }
 
 const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
+const OPTED_OUT = { code: "contact_opted_out", title: "The contact opted out on this channel before the message was sent" };
+const OPT_OUT_UNKNOWN = { code: "opt_out_check_unavailable", title: "The opt-out check did not answer; not sent yet" };
 
 const isTemplate = (m: MessageRow) => m.type === "template" && m.template_payload !== null;
 
@@ -147,6 +149,8 @@ export async function attemptSend(
   // only if it comes within its horizon: a template message within the bulk horizon (it yields to single sends), a text
   // within the 2 s a send may wait. Otherwise nothing is reserved and the message comes back when there is room, so
   // retries of a backed-up channel (after 130429) never book slots they cannot use and push everyone else out.
+  // Time passed since the send's own opt-out check (a retry, a paced send): an opt-out set meanwhile must stop it.
+  let waited = opts.paceWaitMs === undefined;
   let waitMs = opts.paceWaitMs;
   if (waitMs === undefined) {
     const r = await reserveBulkPacingSlots(ctx.db, channel.id, 1, isTemplate(message) ? BULK_HORIZON_MS : MAX_PACING_WAIT_MS);
@@ -156,13 +160,32 @@ export async function attemptSend(
   if (waitMs > MAX_PACING_WAIT_MS) {
     return recordTransient(ctx, message, attempt, PACED, opts, waitMs);
   }
-  if (waitMs > 0) await sleep(waitMs);
+  if (waitMs > 0) {
+    await sleep(waitMs);
+    waited = true;
+  }
   opts.stages?.mark("pace");
   // Late slots must not turn into a burst: this process's calls on the channel stay one top-rate interval apart, and
   // never more than the rate in any second on the clock of the calls themselves. Texts (single sends and their
   // retries) do not queue behind template sends' spacing.
+  const spacerFrom = performance.now();
   await ctx.spacer.turn(channel.id, channel.messages_per_second, !isTemplate(message));
+  if (performance.now() - spacerFrom >= 1) waited = true;
   opts.stages?.mark("spacer");
+
+  // Read-your-writes for opt-outs (contract section 2): once `set` has answered, nothing reaches the provider for that
+  // number on that channel, also a send accepted before it and still waiting. A send that never waited was checked
+  // just before it was stored.
+  if (waited) {
+    let optedOut: boolean;
+    try {
+      optedOut = await ctx.optOuts.isOptedOut(message.organization_id, message.channel_id, message.phone);
+    } catch {
+      return recordTransient(ctx, message, attempt, OPT_OUT_UNKNOWN, opts);
+    }
+    if (optedOut) return recordFailed(ctx, message, attempt, OPTED_OUT);
+    opts.stages?.mark("opt_out");
+  }
 
   // The lease is what keeps the stalled-send sweep from handing this message to the worker while this attempt runs.
   // An attempt that reaches the provider too late to finish (a slow or busy process: pacing, event-loop stalls) could
@@ -179,14 +202,7 @@ export async function attemptSend(
     opts.stages?.mark("record");
     return outcome;
   }
-  if (result.kind === "permanent") {
-    return ctx.db.transaction(async (tx) => {
-      const failed = await messagesRepository.markFailed(tx, message.id, attempt, { code: result.code, title: result.title });
-      if (!failed) return { kind: "settled", message: undefined } as const;
-      await enqueue(tx, "messaging", [messageStatusEvent(failed, "failed")]);
-      return { kind: "failed", message: failed } as const;
-    });
-  }
+  if (result.kind === "permanent") return recordFailed(ctx, message, attempt, { code: result.code, title: result.title });
   if (result.code === THROUGHPUT_ERROR_CODE) {
     // The decreased rate applies from the channel's next reservation on (ADR 0003, adaptive rate).
     await slowDownChannel(ctx.db, channel.id);
@@ -198,6 +214,16 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts, delayMs);
   }
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
+}
+
+/** Attempt `attempt` ends the message: `failed` with its event, unless something else settled it meanwhile. */
+function recordFailed(ctx: MessagingContext, message: MessageRow, attempt: number, error: { code: string; title: string }): Promise<AttemptOutcome> {
+  return ctx.db.transaction(async (tx) => {
+    const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);
+    if (!failed) return { kind: "settled", message: undefined } as const;
+    await enqueue(tx, "messaging", [messageStatusEvent(failed, "failed")]);
+    return { kind: "failed", message: failed } as const;
+  });
 }
 
 /** A leased attempt that will not call the provider now (no pacing slot in time): the worker takes the message after `delayMs`. */
@@ -217,13 +243,8 @@ async function recordTransient(
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
   // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
   const delayMs = fixedDelayMs ?? transientRetryDelayMs(attempt, error.code);
+  if (giveUp) return recordFailed(ctx, message, attempt, error);
   return ctx.db.transaction(async (tx) => {
-    if (giveUp) {
-      const failed = await messagesRepository.markFailed(tx, message.id, attempt, error);
-      if (!failed) return { kind: "settled", message: undefined } as const;
-      await enqueue(tx, "messaging", [messageStatusEvent(failed, "failed")]);
-      return { kind: "failed", message: failed } as const;
-    }
     const scheduled = await messagesRepository.scheduleRetry(tx, message.id, attempt, delayMs, error);
     if (!scheduled) return { kind: "settled", message: undefined } as const;
     const outbox: OutboxMessage[] = opts.enqueueRetry ? [sendWorkItem(message, attempt + 1)] : [];
