@@ -113,6 +113,24 @@ export function providerBatchSubject(body: unknown): string {
   return messages > 0 ? SUBJECTS.providerMessages.subject : SUBJECTS.providerInbound.subject;
 }
 
+/**
+ * Whether a provider retry of this batch may be dropped by its body's hash (JetStream's duplicate window): only when
+ * every change is a `messages` change (inbound messages, status callbacks), which the consumers dedupe anyway by
+ * provider message id and status. Any other change (a template's status first of all) carries no id or timestamp of
+ * its own: the same bytes again are a new change (APPROVED, PAUSED, APPROVED again), and its consumer ignores a status
+ * the template already has.
+ */
+export function providerBatchDedupable(body: unknown): boolean {
+  const entries = (body as { entry?: unknown } | null)?.entry;
+  if (!Array.isArray(entries)) return false;
+  for (const entry of entries) {
+    const changes = (entry as { changes?: unknown } | null)?.changes;
+    if (!Array.isArray(changes)) return false;
+    for (const change of changes) if ((change as { field?: unknown } | null)?.field !== "messages") return false;
+  }
+  return true;
+}
+
 export const ResolveContactRequest = z.object({
   organizationId: z.string(),
   phone: z.string(),

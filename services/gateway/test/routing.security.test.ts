@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import request from "supertest";
+import { STREAMS, SUBJECTS } from "@platform/contracts";
 import { collectSubject, eventually } from "@platform/testing";
 import { echoServer, GatewayHarness } from "./harness";
 
@@ -128,6 +129,28 @@ describe("gateway: routing, plans and provider webhooks", () => {
     expect(inboundSeen.received.map((m) => m.data.body)).to.not.include(messages);
     await messagesSeen.close();
     await inboundSeen.close();
+  });
+
+  it("drops a provider retry of a batch of messages and statuses (same bytes), but stores every delivery of a template's status change", async () => {
+    const { bus } = h.replicas[0]!;
+    const stream = bus.streamName(STREAMS.provider);
+    const stored = async (subject: string) => {
+      const info = await bus.jsm.streams.info(stream, { subjects_filter: bus.subject(subject) });
+      return info.state.subjects?.[bus.subject(subject)] ?? 0;
+    };
+    const sign = (raw: string) => "sha256=" + createHmac("sha256", "dev-app-secret").update(raw).digest("hex");
+    const post = (body: string) => request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(body)).send(body).expect(200);
+    const statuses = JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "waba", changes: [{ field: "messages", value: { metadata: { phone_number_id: "pn-dup" }, statuses: [{ id: "wamid.dup.1", status: "read", timestamp: "1", recipient_id: "15550001" }] } }] }] });
+    const template = (event: string) =>
+      JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "waba_dup", changes: [{ field: "message_template_status_update", value: { event, message_template_id: 9901, message_template_name: "dup", message_template_language: "en", reason: "NONE" } }] }] });
+    const before = await stored(SUBJECTS.providerInbound.subject);
+    await post(statuses);
+    await post(statuses);
+    // APPROVED, PAUSED, then APPROVED again: the same bytes as the first, a new change.
+    await post(template("APPROVED"));
+    await post(template("PAUSED"));
+    await post(template("APPROVED"));
+    expect((await stored(SUBJECTS.providerInbound.subject)) - before).to.equal(1 + 3);
   });
 
   it("stores signed provider batches on JetStream before answering 200, and refuses bad signatures", async () => {

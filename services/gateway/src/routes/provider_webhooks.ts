@@ -2,7 +2,7 @@ import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import express, { type Router } from "express";
 import getRawBody from "raw-body";
-import { providerBatchSubject } from "@platform/contracts";
+import { providerBatchDedupable, providerBatchSubject } from "@platform/contracts";
 import type { Bus } from "@platform/bus";
 import { ApiError, INTERNAL_HEADERS, logFinished, requestIdFor, type Metrics } from "@platform/http";
 import { withRequestContext, type Logger, type RequestContext } from "@platform/logging";
@@ -27,9 +27,10 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * The provider's inbound webhooks. A batch is answered 200 only once it is
  * stored in JetStream (the PROVIDER_INBOUND stream: `provider.messages.v1` for
  * inbound messages only, `provider.inbound.v1` for the rest), so nothing acknowledged
- * is ever lost; its hash is the message id, so a provider retry of the same
- * batch inside the duplicate window is dropped, and the consumers dedupe
- * per provider message id and status beyond it. Bodies are limited to 1 MB
+ * is ever lost. A batch of messages and statuses has its hash as message id, so a
+ * provider retry of it inside the duplicate window is dropped, and the consumers
+ * dedupe per provider message id and status beyond it; any other batch (a template's
+ * status) is stored every time: the same bytes again are a new change. Bodies are limited to 1 MB
  * (the contract's limit outside /templates/send, and what the bus stores).
  */
 export function registerProviderWebhooks(router: Router, deps: { bus: Bus; appSecret: string; verifyToken: string; log: Logger }): void {
@@ -72,7 +73,7 @@ async function storeProviderBatch(deps: { bus: Bus; appSecret: string; log: Logg
     await deps.bus.publish(
       providerBatchSubject(parsed),
       { body, receivedAt: new Date().toISOString() },
-      { msgId: createHash("sha256").update(raw).digest("hex") },
+      providerBatchDedupable(parsed) ? { msgId: createHash("sha256").update(raw).digest("hex") } : {},
     );
   } catch (err) {
     // Retrying cannot help a batch larger than the bus stores (escaping can grow it past the 1 MB body limit).
