@@ -45,6 +45,38 @@ describe("delivery (happy paths)", () => {
     expect(req.body.data).to.include({ id: eventId, status: "sent", phone: "+15550001111" });
   });
 
+  it("delivers one message's events to a webhook one at a time, in the order they happened; other messages' events alongside", async () => {
+    const org = newId("organization");
+    // Each answer takes 300 ms; a second request for a message while one is open would be an overlap.
+    const open = new Set<string>();
+    let overlaps = 0;
+    const slow = await Receiver.start((r) => {
+      const message = r.body?.data?.messageId as string;
+      if (open.has(message)) overlaps++;
+      open.add(message);
+      setTimeout(() => open.delete(message), 300).unref();
+      return { status: 200, body: "ok", delayMs: 300 };
+    });
+    try {
+      await subscribe(org, ["message.sent", "message.delivered", "message.read"], slow.url + "/ordered");
+      const [a, b] = [newId("message"), newId("message")];
+      for (const type of ["message.sent", "message.delivered", "message.read"] as const) {
+        await stack.publish(type, org, { messageId: a });
+        await stack.publish(type, org, { messageId: b });
+      }
+      await eventually(() => slow.requests.length === 6, 20_000);
+      const order = (m: string) => slow.requests.filter((r) => r.body.data.messageId === m).map((r) => r.body.event);
+      expect(order(a)).to.deep.equal(["message.sent", "message.delivered", "message.read"]);
+      expect(order(b)).to.deep.equal(["message.sent", "message.delivered", "message.read"]);
+      expect(overlaps, "requests of one message in flight at once").to.equal(0);
+      // The two messages were not made to wait for each other: b's sent was sent before a's sent was answered.
+      const firstOfB = slow.requests.findIndex((r) => r.body.data.messageId === b);
+      expect(firstOfB).to.equal(1);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("delivers only subscribed event types, only to the event's organization, and to every subscribed webhook", async () => {
     const org = newId("organization");
     const other = newId("organization");

@@ -44,10 +44,23 @@ export interface DispatcherOptions {
 interface Lane {
   /** Attempts running now. */
   running: number;
+  /** The messages (`data.messageId`) with an attempt running now: their later events wait in the queue. */
+  messages: Set<string>;
   /** Claimed (leased) jobs waiting for a free slot of this webhook. */
   queue: ClaimedJob[];
   /** The lane was full at the last claim, so more of its jobs may be due. */
   mayHaveMore: boolean;
+}
+
+/**
+ * `data.messageId` of a message event's body. The body is our own JSON serialization, in which `"messageId":"` can only
+ * be a key (a quote inside a string value is escaped), and `data.messageId` is the envelope's only such key: a match
+ * instead of parsing every body.
+ */
+const MESSAGE_ID = /"messageId":"((?:[^"\\]|\\.)*)"/;
+export function messageOf(job: Pick<ClaimedJob, "event" | "body">): string | undefined {
+  if (!job.event.startsWith("message.")) return undefined;
+  return MESSAGE_ID.exec(job.body)?.[1];
 }
 
 export class Dispatcher {
@@ -168,7 +181,7 @@ export class Dispatcher {
   private enqueue(job: ClaimedJob): void {
     let lane = this.lanes.get(job.webhookId);
     if (!lane) {
-      lane = { running: 0, queue: [], mayHaveMore: false };
+      lane = { running: 0, messages: new Set(), queue: [], mayHaveMore: false };
       this.lanes.set(job.webhookId, lane);
     }
     lane.queue.push(job);
@@ -176,19 +189,33 @@ export class Dispatcher {
     this.pump(job.webhookId, lane);
   }
 
+  /**
+   * Starts the lane's queued jobs, in queue order, while it has free slots. A job of a message whose earlier event is
+   * being delivered to this webhook waits for that attempt to end, so a healthy endpoint receives one message's
+   * `message.sent`, `.delivered` and `.read` in the order they happened, not in whichever order concurrent requests
+   * land. An attempt that fails does not hold the message's later events back for its retries.
+   */
   private pump(webhookId: string, lane: Lane): void {
-    while (lane.running < this.perWebhook && lane.queue.length > 0 && !this.stopped) {
-      this.startAttempt(lane.queue.shift()!, lane);
+    for (let i = 0; lane.running < this.perWebhook && i < lane.queue.length && !this.stopped; ) {
+      const message = messageOf(lane.queue[i]!);
+      if (message !== undefined && lane.messages.has(message)) {
+        i++;
+        continue;
+      }
+      const [job] = lane.queue.splice(i, 1);
+      this.startAttempt(job!, lane, message);
     }
     if (lane.running === 0 && lane.queue.length === 0) this.lanes.delete(webhookId);
   }
 
-  private startAttempt(job: ClaimedJob, lane: Lane): void {
+  private startAttempt(job: ClaimedJob, lane: Lane, message: string | undefined): void {
     lane.running++;
+    if (message !== undefined) lane.messages.add(message);
     const promise = this.attempt(job)
       .catch((err) => this.opts.log.error({ webhookId: job.webhookId, err: (err as Error).message }, "delivery attempt crashed"))
       .finally(() => {
         this.running.delete(job.jobId);
+        if (message !== undefined) lane.messages.delete(message);
         lane.running--;
         this.held--;
         this.pump(job.webhookId, lane);
