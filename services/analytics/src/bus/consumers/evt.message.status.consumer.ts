@@ -198,15 +198,20 @@ export class MessageEventIngestor {
   }
 }
 
-/** A status event, "skip" for the other message events (message.received), or why it cannot be used. */
-function parseStatusEvent(m: JsMsg): Parsed {
-  let raw: unknown;
+/** A message's JSON payload, or why it is not JSON. */
+export function payloadOf(m: JsMsg): { value: unknown } | string {
   try {
-    raw = JSON.parse(decoder.decode(m.data));
+    return { value: JSON.parse(decoder.decode(m.data)) };
   } catch (err) {
     return `unparsable payload: ${(err as Error).message}`;
   }
-  const env = DomainEvent.safeParse(raw);
+}
+
+/** A status event, "skip" for the other message events (message.received), or why it cannot be used. */
+function parseStatusEvent(m: JsMsg): Parsed {
+  const raw = payloadOf(m);
+  if (typeof raw === "string") return raw;
+  const env = DomainEvent.safeParse(raw.value);
   if (!env.success) return `envelope: ${env.error.message}`;
   if (!STATUS_EVENTS.has(env.data.event)) return "skip";
   const data = MessageStatusData.safeParse(env.data.data);

@@ -1,11 +1,9 @@
 import type { JsMsg } from "nats";
 import { MESSAGING_SUBJECTS, MessagePending, STREAMS } from "@platform/contracts";
-import type { MessageFeed, Parsed } from "./evt.message.status.consumer";
+import { payloadOf, type MessageFeed, type Parsed } from "./evt.message.status.consumer";
 
 /** The durable of messaging's `sys.message.pending.v1` facts. */
 export const PENDING_MESSAGES_DURABLE = "analytics-pending-messages";
-
-const decoder = new TextDecoder();
 
 /**
  * Outbound messages their first provider attempt left pending (stored, answered with `providerMessageId: null`,
@@ -20,13 +18,9 @@ export const PENDING_MESSAGES_FEED: MessageFeed = {
 };
 
 function parsePending(m: JsMsg): Parsed {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(decoder.decode(m.data));
-  } catch (err) {
-    return `unparsable payload: ${(err as Error).message}`;
-  }
-  const fact = MessagePending.safeParse(raw);
+  const raw = payloadOf(m);
+  if (typeof raw === "string") return raw;
+  const fact = MessagePending.safeParse(raw.value);
   if (!fact.success) return `message.pending: ${fact.error.message}`;
   if (Number.isNaN(Date.parse(fact.data.createdAt))) return "message.pending: createdAt is not a date";
   const { organizationId, messageId, createdAt } = fact.data;
