@@ -12,42 +12,82 @@ import { z } from "zod";
  */
 export const PROVIDER_MESSAGE_ID_MAX_LENGTH = 512;
 
+/**
+ * Provider batches are read item by item (each entry, change, contact, message and status on its own): the gateway
+ * has answered 200 before anyone reads them and the provider never sends them again, so an item messaging cannot read
+ * is skipped alone and never takes the readable items beside it down with it. Fields messaging does not need are not
+ * checked (`entry[].id`, a status' `recipient_id`); a field it can do without, of an unexpected type, counts as absent
+ * (`.catch(undefined)`).
+ */
+
 /** One inbound message of a `messages` change; unknown types (media, interactive) keep their `type`. */
 export const ProviderInboundMessage = z
   .object({
     from: z.string().min(1),
     id: z.string().min(1),
-    timestamp: z.union([z.string(), z.number()]),
+    /** Unix seconds; absent or unreadable: the time the batch was received. */
+    timestamp: z.union([z.string(), z.number()]).optional().catch(undefined),
     type: z.string().min(1),
-    text: z.object({ body: z.string() }).optional(),
-    button: z.object({ text: z.string(), payload: z.string() }).optional(),
+    /** Read only for `type: "text"`, where it is required. */
+    text: z.object({ body: z.string() }).passthrough().optional().catch(undefined),
+    /** Read only for `type: "button"`, where it is required. */
+    button: z.object({ text: z.string(), payload: z.string() }).passthrough().optional().catch(undefined),
   })
-  .passthrough();
+  .passthrough()
+  .superRefine((m, issues) => {
+    // A text without its text, a button reply without its button: nothing to store, nothing a keyword opt-out could read.
+    if (m.type === "text" && !m.text) issues.addIssue({ code: "custom", path: ["text"], message: "a text message needs text.body" });
+    if (m.type === "button" && !m.button) issues.addIssue({ code: "custom", path: ["button"], message: "a button message needs button.text and button.payload" });
+  });
 export type ProviderInboundMessage = z.infer<typeof ProviderInboundMessage>;
 
 export const ProviderStatus = z
   .object({
     id: z.string().min(1),
     status: z.string().min(1),
-    timestamp: z.union([z.string(), z.number()]).optional(),
-    recipient_id: z.string().optional(),
-    biz_opaque_callback_data: z.string().optional(),
+    timestamp: z.union([z.string(), z.number()]).optional().catch(undefined),
+    recipient_id: z.string().optional().catch(undefined),
+    /** Our message id, echoed; unreadable: the status names its message by the provider's id alone. */
+    biz_opaque_callback_data: z.string().optional().catch(undefined),
+    /** Unreadable: a `failed` status without its reason (code `unknown`). */
     errors: z
       .array(z.object({ code: z.union([z.number(), z.string()]), title: z.string().optional(), message: z.string().optional() }).passthrough())
-      .optional(),
+      .optional()
+      .catch(undefined),
   })
   .passthrough();
 export type ProviderStatus = z.infer<typeof ProviderStatus>;
 
+/** One sender's profile of a `messages` change (for the contact's name). */
+export const ProviderContact = z
+  .object({
+    profile: z.object({ name: z.string().optional().catch(undefined) }).passthrough().optional().catch(undefined),
+    wa_id: z.string(),
+  })
+  .passthrough();
+export type ProviderContact = z.infer<typeof ProviderContact>;
+
+/** A `messages` change's value, its items read: what messaging handles. */
 export const ProviderMessagesValue = z
   .object({
     metadata: z.object({ phone_number_id: z.string().min(1) }).passthrough(),
-    contacts: z.array(z.object({ profile: z.object({ name: z.string() }).partial().optional(), wa_id: z.string() }).passthrough()).optional(),
+    contacts: z.array(ProviderContact).optional(),
     messages: z.array(ProviderInboundMessage).optional(),
     statuses: z.array(ProviderStatus).optional(),
   })
   .passthrough();
 export type ProviderMessagesValue = z.infer<typeof ProviderMessagesValue>;
+
+/** A `messages` change's value with its lists unread: each item is then read on its own (`ProviderContact`, ...). */
+export const ProviderMessagesChangeValue = z
+  .object({
+    metadata: z.object({ phone_number_id: z.string().min(1) }).passthrough(),
+    contacts: z.unknown().optional(),
+    messages: z.unknown().optional(),
+    statuses: z.unknown().optional(),
+  })
+  .passthrough();
+export type ProviderMessagesChangeValue = z.infer<typeof ProviderMessagesChangeValue>;
 
 /** The whole webhook body; changes other than `messages` (template status updates) are kept raw. */
 export const ProviderWebhookBody = z
@@ -64,6 +104,12 @@ export const ProviderWebhookBody = z
   })
   .passthrough();
 export type ProviderWebhookBody = z.infer<typeof ProviderWebhookBody>;
+
+/** The webhook body as messaging reads it: its entries, each then read on its own (`ProviderWebhookEntry`). */
+export const ProviderWebhookEntries = z.object({ entry: z.array(z.unknown()) }).passthrough();
+/** One entry: its changes, each then read on its own (`ProviderWebhookChange`). Its `id` is not messaging's concern. */
+export const ProviderWebhookEntry = z.object({ changes: z.array(z.unknown()).optional() }).passthrough();
+export const ProviderWebhookChange = z.object({ field: z.string(), value: z.unknown() }).passthrough();
 
 /** Durable work item: (re)send one stored outbound message. Its msgId is `send:<messageId>:<attempt>`. */
 export const MessageSendWork = z.object({ messageId: z.string(), organizationId: z.string() });

@@ -3,14 +3,19 @@ import {
   KEYWORD_CANDIDATE_MAX_LENGTH,
   normalizePhone,
   PROVIDER_MESSAGE_ID_MAX_LENGTH,
-  ProviderMessagesValue,
-  ProviderWebhookBody,
-  type ProviderInboundMessage,
-  type ProviderStatus,
+  ProviderContact,
+  ProviderInboundMessage,
+  ProviderMessagesChangeValue,
+  ProviderStatus,
+  ProviderWebhookChange,
+  ProviderWebhookEntries,
+  ProviderWebhookEntry,
+  type ProviderMessagesValue,
 } from "@platform/contracts";
 import { bulkTransaction } from "@platform/db";
 import { newId } from "@platform/id";
 import { ArrivalLinger, Batcher } from "@platform/runtime";
+import type { z } from "zod";
 import type { MessagingContext } from "../context";
 import type { ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
@@ -24,28 +29,33 @@ import { conversationEvent, messageReceivedEvent, messageStatusEvent, type Outbo
  * already checked). `messages` changes carry inbound messages and statuses;
  * template status changes belong to template-jobs and are skipped here.
  * Everything is idempotent: a redelivered batch changes nothing twice.
+ *
+ * `receivedAt` is when the gateway received the batch (ISO 8601; now when
+ * absent or unreadable): the receipt time of a message whose own timestamp
+ * cannot be right (`receiptTime`).
+ *
+ * Read item by item (`readMessagesValues`): the gateway answered the provider
+ * 200 before this runs, so the provider will not send the batch again; an item
+ * that cannot be read is skipped alone (counted in one warning per batch) and
+ * the items beside it are handled. Only a body that is not JSON or
+ * has no `entry` list at all is refused (dead-letter stream): nothing in it is
+ * readable.
  */
-export async function processProviderBatch(ctx: MessagingContext, rawBody: string): Promise<void> {
+export async function processProviderBatch(ctx: MessagingContext, rawBody: string, receivedAt?: string): Promise<void> {
+  const receivedAtMs = receivedAt !== undefined ? Date.parse(receivedAt) : NaN;
+  const received = new Date(Number.isFinite(receivedAtMs) ? receivedAtMs : Date.now());
   let json: unknown;
   try {
     json = parseProviderJson(rawBody);
   } catch {
     throw new PermanentError("provider batch is not JSON");
   }
-  const body = ProviderWebhookBody.safeParse(json);
+  const body = ProviderWebhookEntries.safeParse(json);
   if (!body.success) throw new PermanentError(`provider batch has an unexpected shape: ${body.error.message.slice(0, 200)}`);
 
-  const values: ProviderMessagesValue[] = [];
-  for (const entry of body.data.entry) {
-    for (const change of entry.changes) {
-      if (change.field !== "messages") continue;
-      const value = ProviderMessagesValue.safeParse(change.value);
-      if (!value.success) {
-        ctx.log.warn({ err: value.error.message.slice(0, 300) }, "provider messages change ignored: unexpected shape");
-        continue;
-      }
-      values.push(value.data);
-    }
+  const { values, skipped, firstIssue } = readMessagesValues(body.data.entry);
+  if (Object.values(skipped).some((n) => n > 0)) {
+    ctx.log.warn({ skipped, firstIssue }, "provider batch items skipped: unexpected shape");
   }
   // Status callbacks of one phone number reach the group commit in the order the bus handed their batches over
   // (turns taken now, before anything is awaited): the provider's `delivered` then `read` of a message must not be
@@ -73,12 +83,64 @@ export async function processProviderBatch(ctx: MessagingContext, rawBody: strin
         : undefined;
       // Both awaited, and both handled from the start (a failed status write is no unhandled rejection while the
       // messages are still being stored); the first failure fails the batch, which is redelivered.
-      const outcomes = await Promise.allSettled([value.messages?.length ? receiveMessages(ctx, channel, value) : undefined, statuses]);
+      const outcomes = await Promise.allSettled([value.messages?.length ? receiveMessages(ctx, channel, value, received) : undefined, statuses]);
       for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
     }
   } finally {
     for (const turn of turns) turn?.release();
   }
+}
+
+/** Items of a batch skipped because they cannot be read, by kind. */
+export type SkippedItems = { entries: number; changes: number; contacts: number; messages: number; statuses: number };
+
+/**
+ * The batch's `messages` changes, each item read on its own: an entry, a
+ * change, a contact, a message or a status that does not have the shape
+ * messaging needs is left out and counted, the rest kept. A list that is not a
+ * list counts as one skipped item. Changes of other fields (template status
+ * updates) are not messaging's and are not counted.
+ */
+export function readMessagesValues(entries: unknown[]): { values: ProviderMessagesValue[]; skipped: SkippedItems; firstIssue?: string } {
+  const skipped: SkippedItems = { entries: 0, changes: 0, contacts: 0, messages: 0, statuses: 0 };
+  let firstIssue: string | undefined;
+  const read = <T>(kind: keyof SkippedItems, schema: z.ZodType<T>, item: unknown): T | undefined => {
+    const parsed = schema.safeParse(item);
+    if (parsed.success) return parsed.data;
+    skipped[kind]++;
+    firstIssue ??= `${kind}: ${parsed.error.message.slice(0, 300)}`;
+    return undefined;
+  };
+  const list = <T>(kind: "contacts" | "messages" | "statuses", schema: z.ZodType<T>, items: unknown): T[] | undefined => {
+    if (items === undefined || items === null) return undefined;
+    if (!Array.isArray(items)) {
+      skipped[kind]++;
+      firstIssue ??= `${kind}: not a list`;
+      return undefined;
+    }
+    return items.flatMap((item) => {
+      const parsed = read(kind, schema, item);
+      return parsed === undefined ? [] : [parsed];
+    });
+  };
+
+  const values: ProviderMessagesValue[] = [];
+  for (const rawEntry of entries) {
+    const entry = read("entries", ProviderWebhookEntry, rawEntry);
+    for (const rawChange of entry?.changes ?? []) {
+      const change = read("changes", ProviderWebhookChange, rawChange);
+      if (!change || change.field !== "messages") continue;
+      const value = read("changes", ProviderMessagesChangeValue, change.value);
+      if (!value) continue;
+      values.push({
+        ...value,
+        contacts: list("contacts", ProviderContact, value.contacts),
+        messages: list("messages", ProviderInboundMessage, value.messages),
+        statuses: list("statuses", ProviderStatus, value.statuses),
+      });
+    }
+  }
+  return { values, skipped, firstIssue };
 }
 
 /**
@@ -121,14 +183,27 @@ export function parseProviderJson(rawBody: string): unknown {
   return JSON.parse(rawBody, (_key, value: unknown) => (typeof value === "string" && value.includes("\0") ? value.replaceAll("\0", REPLACEMENT) : value));
 }
 
-/** The provider's timestamp (seconds), or now when it is missing, not a number, or no date at all (1e13 s is past any a Date can hold). */
-function providerTime(ts: string | number | undefined): Date {
+/**
+ * Clock skew allowed between the provider and us: a message's timestamp up to this far past the batch's receipt is
+ * taken as it is.
+ */
+export const PROVIDER_CLOCK_SKEW_MS = 5 * 60_000;
+
+/**
+ * When a message was received: the provider's timestamp (Unix seconds), or the time the batch was received when that
+ * timestamp is missing, not a number, or later than the batch's receipt plus the clock skew. A message cannot have
+ * been sent after the batch that carries it arrived: such a timestamp is in milliseconds (`1795000000000` would be
+ * the year 58875) or plainly wrong, and taken as it is it would become an absurd `receivedAt` in `message.received`
+ * and keep the contact's 24-hour service window (moved to the latest inbound message) open indefinitely.
+ */
+export function receiptTime(ts: string | number | undefined, received: Date): Date {
   const seconds = Number(ts);
-  const at = Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : new Date(NaN);
-  return Number.isNaN(at.getTime()) ? new Date() : at;
+  if (!Number.isFinite(seconds) || seconds <= 0) return received;
+  const at = seconds * 1000;
+  return at > received.getTime() + PROVIDER_CLOCK_SKEW_MS ? received : new Date(at);
 }
 
-async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value: ProviderMessagesValue): Promise<void> {
+async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value: ProviderMessagesValue, received: Date): Promise<void> {
   const incoming = (value.messages ?? []).flatMap((m) => {
     // One message that can never be stored must not hold back the rest of its batch (the whole batch would be
     // redelivered until it reached the dead-letter stream, its good messages never stored).
@@ -167,10 +242,11 @@ async function receiveMessages(ctx: MessagingContext, channel: ChannelRow, value
 
   // Each batch's events carry its own request id and trace, though written together with other batches' (group commit).
   const origin = outboxOrigin();
-  await groupOf(ctx).inbound.submit(channel.id, { channel, items: fresh.map(({ m, phone }) => ({ m, phone, contactId: contactIds.get(phone)!, origin })) }).then(settle);
+  await groupOf(ctx).inbound.submit(channel.id, { channel, items: fresh.map(({ m, phone }) => ({ m, phone, contactId: contactIds.get(phone)!, origin, at: receiptTime(m.timestamp, received) })) }).then(settle);
 }
 
-type InboundItem = { m: ProviderInboundMessage; phone: string; contactId: string; origin: OutboxOrigin };
+/** `at`: the message's receipt time (`receiptTime`), for `receivedAt` and the service window. */
+type InboundItem = { m: ProviderInboundMessage; phone: string; contactId: string; origin: OutboxOrigin; at: Date };
 type StatusInput = { ourId: string | null; providerMessageId: string; status: string; errorCode: string | null; errorTitle: string | null; origin: OutboxOrigin };
 type Outcome = { ok: true } | { ok: false; err: unknown };
 const settle = (o: Outcome): void => {
@@ -242,7 +318,7 @@ async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: I
       contacts: todo.map(({ phone, contactId }) => ({ contactId, phone })),
     });
     const originOf = new Map<string, OutboxOrigin>();
-    const rows: InboundInsert[] = todo.map(({ m, phone, contactId, origin }) => {
+    const rows: InboundInsert[] = todo.map(({ m, phone, contactId, origin, at }) => {
       originOf.set(m.id, origin);
       return {
         id: newId("message"),
@@ -254,7 +330,7 @@ async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: I
         type: m.type,
         ...content(m),
         providerMessageId: m.id,
-        providerTimestamp: providerTime(m.timestamp),
+        providerTimestamp: at,
       };
     });
     // Events in input order: a conversation's `conversation.opened` before its first `message.received`.

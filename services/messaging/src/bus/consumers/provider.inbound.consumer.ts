@@ -18,13 +18,13 @@ export async function consumeProviderInbound(ctx: MessagingContext): Promise<voi
     ...common,
     durable: "messaging-provider-inbound",
     subject: SUBJECTS.providerInbound,
-    handler: (payload) => processProviderBatch(ctx, payload.body),
+    handler: (payload) => processProviderBatch(ctx, payload.body, payload.receivedAt),
   });
   await ctx.bus.consume({
     ...common,
     durable: "messaging-provider-messages",
     subject: SUBJECTS.providerMessages,
     yieldUnderLoad: "pause",
-    handler: (payload) => processProviderBatch(ctx, payload.body),
+    handler: (payload) => processProviderBatch(ctx, payload.body, payload.receivedAt),
   });
 }
