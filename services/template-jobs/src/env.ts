@@ -6,8 +6,13 @@ export const envShape = {
   JOB_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
   /** A replica owns a job for this long after its last renewal; past it another replica takes the job over. */
   JOB_LEASE_MS: z.coerce.number().int().min(1_000).max(600_000).default(30_000),
-  /** Jobs one replica runs at once. */
+  /** Jobs one replica runs at once (a throttled job waiting for a slot more than 2 s away is not running: it is released). */
   JOB_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /**
+   * Time slice: a job that has run this long gives its place back when the replica is full and another organization
+   * (with fewer jobs running here) has a due job waiting, so one organization's huge jobs never starve the others.
+   */
+  JOB_SLICE_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   /** Bound of one `rpc.messaging.template.send.v1` batch call; past it the batch is sent again with the same keys. */
   SEND_BATCH_TIMEOUT_MS: z.coerce.number().int().min(500).max(600_000).default(60_000),
   /** Largest batch of sends asked of messaging at once (smaller on slow channels: about one second of the channel's rate). */

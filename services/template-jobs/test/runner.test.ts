@@ -85,6 +85,21 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(list.map((p) => templateRequestsTo(h, p).length)).to.deep.equal([1, 0, 1, 0, 1]);
   });
 
+  it("sends a phone listed twice (in two spellings) once: later entries are counted skipped, never sent", async () => {
+    const { org, channel, template } = await setup(h);
+    const [p, q] = phones(2);
+    // "+14155550123" and "1 415 555 0123" are one number once normalized.
+    const spaced = `1 ${p.slice(2, 5)} ${p.slice(5, 8)} ${p.slice(8)}`;
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([p, q, spaced, p]) });
+    const done = await waitForJob(h, org, job.id, "completed");
+    expect(done).to.include({ recipients: 4, sent: 2, skipped: 2, failed: 0 });
+    expect(sendsTo(h, p)).to.equal(1);
+    expect(templateRequestsTo(h, p)).to.have.length(1);
+    expect(sendsTo(h, q)).to.equal(1);
+    // The first entry is the one sent (its body parameters).
+    expect((templateRequestsTo(h, p)[0].body as any).template.components[0].parameters[0].text).to.equal("v0_0");
+  });
+
   it("starts a scheduled job at scheduledFor, not before, also across a restart", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(2);

@@ -92,6 +92,42 @@ describe("templates: admin API, list, provider status updates", function () {
     expect(events[0].data.previousStatus).to.equal("approved");
   });
 
+  it("stores a provider PENDING update but emits no template.status_updated for it (the event's statuses are approved, rejected, paused, disabled)", async () => {
+    const org = newOrg();
+    const t = await createTemplate(h, org, { status: "approved" });
+    // The provider's PENDING (the simulator's helper models the four decisions only): its signed batch, as it sends it.
+    const status = await h.sim.postRaw({
+      object: "whatsapp_business_account",
+      entry: [{ id: TEMPLATE_ACCOUNT_ID, changes: [{ field: "message_template_status_update", value: {
+        event: "PENDING", message_template_id: Number(t.providerTemplateId), message_template_name: t.name, message_template_language: t.language,
+      } }] }],
+    });
+    expect(status).to.equal(200);
+    await eventually(async () => (await api(h, org).get("/api/v1/templates")).body.items[0].status === "pending");
+    // A later decision is announced (from pending), so the PENDING one was handled, and emitted nothing, before it.
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: Number(t.providerTemplateId), name: t.name, language: t.language, event: "APPROVED" });
+    const events = await eventually(() => {
+      const found = eventsOf(h, "template.status_updated", (d) => d.templateId === t.id);
+      return found.length ? found : undefined;
+    });
+    expect(events.map((e) => e.data)).to.deep.equal([{ ...events[0].data, status: "approved", previousStatus: "pending" }]);
+  });
+
+  it("PATCH status pending is stored and emits nothing", async () => {
+    const org = newOrg();
+    const t = await createTemplate(h, org, { status: "approved" });
+    const res = await api(h, org).patch(`/admin/v1/organizations/${org}/templates/${t.id}`).send({ status: "pending" });
+    expect(res.status).to.equal(200);
+    expect(res.body.status).to.equal("pending");
+    await api(h, org).patch(`/admin/v1/organizations/${org}/templates/${t.id}`).send({ status: "rejected" });
+    const events = await eventually(() => {
+      const found = eventsOf(h, "template.status_updated", (d) => d.templateId === t.id);
+      return found.length ? found : undefined;
+    });
+    expect(events.map((e) => [e.data.previousStatus, e.data.status])).to.deep.equal([["pending", "rejected"]]);
+    expect(eventsOf(h, "template.status_updated", (d) => d.status === "pending")).to.have.length(0);
+  });
+
   it("PATCH status in the admin API (the Settings screen) has the same effect", async () => {
     const org = newOrg();
     const t = await createTemplate(h, org, { status: "approved" });

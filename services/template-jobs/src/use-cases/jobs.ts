@@ -87,6 +87,9 @@ export async function createJob(
   // A date-only `scheduledAt` is 00:00:00.000Z of that day; a date-time without an offset is UTC (service-spec.md).
   const scheduledAt = body.scheduledAt === undefined ? null : new Date(dateInstant(body.scheduledAt)!);
   const scheduledFor = scheduledAt && scheduledAt.getTime() > Date.now() ? scheduledAt : null;
+  // A recipient is never sent twice by one job: a phone listed again (phones are normalized by now, so "1 555 000 3001"
+  // and "+15550003001" are one) is stored `skipped` and never sent; the first entry is the one sent.
+  const duplicates = duplicatePhones(body.recipients);
   const job = await ctx.db.transaction(async (m) => {
     const row = await jobsRepository.insert(m, {
       id: newId("job"),
@@ -97,15 +100,27 @@ export async function createJob(
       recipients: n,
       scheduled_for: scheduledFor,
       throttle_per_hour: body.throttlePerHour ?? null,
+      skipped: duplicates.size,
       // The request's id and trace, continued by the job's run.
       ...(({ requestId, traceparent }) => ({ request_id: requestId, traceparent }))(outboxOrigin()),
     });
-    await jobsRepository.insertRecipients(m, row.id, body.recipients);
+    await jobsRepository.insertRecipients(m, row.id, body.recipients, duplicates);
     const created = toJob(row);
     if (onCreated) await onCreated(m, created);
     return created;
   });
   return job;
+}
+
+/** Indexes of the recipients whose (normalized) phone an earlier entry of the request already has. */
+export function duplicatePhones(recipients: ReadonlyArray<{ phone: string }>): Set<number> {
+  const seen = new Set<string>();
+  const duplicates = new Set<number>();
+  for (let i = 0; i < recipients.length; i++) {
+    if (seen.has(recipients[i].phone)) duplicates.add(i);
+    else seen.add(recipients[i].phone);
+  }
+  return duplicates;
 }
 
 export async function getJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {

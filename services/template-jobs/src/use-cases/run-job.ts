@@ -8,6 +8,14 @@ import { templateById, type TemplateRow } from "../db/repositories/templates.rep
 export const OPT_OUT_CHECK_CHUNK = 50_000;
 /** While only `waiting` recipients remain (messaging retries them), look again after this long. */
 const WAITING_RECHECK_MS = 5_000;
+/**
+ * A throttled job waits in the runner for a slot due within this long; a later slot releases the job (still
+ * `running`) until THROTTLE_LEAD_MS before it, so a job at `throttlePerHour: 1` does not hold one of the runner's
+ * JOB_CONCURRENCY places for an hour between sends. The lead (more than JOB_POLL_MS, less than the hold) lets the
+ * next run be claimed and ready before its slot.
+ */
+const THROTTLE_HOLD_MS = 2_000;
+const THROTTLE_LEAD_MS = 1_000;
 
 export const sendKey = (jobId: string, seq: number) => `job:${jobId}:${seq}`;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -16,6 +24,8 @@ export interface RunOptions {
   owner: string;
   leaseMs: number;
   isStopping(): boolean;
+  /** True when the runner wants this job's place for another organization's job (time slice): the run ends, the job stays due. */
+  shouldYield?(): boolean;
 }
 
 /**
@@ -29,6 +39,7 @@ export interface RunOptions {
  */
 export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: RunOptions): Promise<void> {
   const jobId = claimed.id;
+  let current: Run | undefined;
   try {
     const template = await templateById(ctx.db, claimed.template_id);
     if (!template) {
@@ -38,11 +49,15 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
     if (!claimed.opt_outs_checked) await skipOptedOut(ctx, claimed);
     const throttled = claimed.throttle_per_hour !== null;
     const batchSize = throttled ? 1 : await batchSizeOf(ctx, claimed);
-    const run: Run = { ctx, opts, template, batchSize, stopped: false, nextSeq: 0, recipients: claimed.recipients };
+    // Claim windows start at the first pending recipient: a job taken again (after a restart, a throttle wait or a
+    // time slice) does not walk the windows already sent.
+    const nextSeq = (await jobsRepository.firstPendingSeq(ctx.db, jobId)) ?? claimed.recipients;
+    const run: Run = { ctx, opts, template, batchSize, stopped: false, parked: false, yielded: false, nextSeq, recipients: claimed.recipients };
+    current = run;
 
     // Recovery first: recipients a previous run left `sending` go again, with the same keys, before anything new.
     const leftover = await jobsRepository.sendingSeqs(ctx.db, jobId);
-    for (let i = 0; i < leftover.length && !run.stopped; i += batchSize) {
+    for (let i = 0; i < leftover.length && !run.stopped && !run.parked; i += batchSize) {
       const rows = await jobsRepository.recipientsBySeq(ctx.db, jobId, leftover.slice(i, i + batchSize));
       await round(run, jobId, rows);
     }
@@ -51,18 +66,22 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
     // slot; several lanes wait for consecutive slots, so one send's round trips never delay the next slot.
     const lanes = throttled ? THROTTLE_LANES : ctx.env.SEND_PIPELINE;
     await Promise.all(
-      Array.from({ length: lanes }, async () => {
+      Array.from({ length: run.parked ? 0 : lanes }, async () => {
         while (!run.stopped) {
           if (!(await round(run, jobId, null))) break;
         }
       }),
     );
-    if (!run.stopped && !(await jobsRepository.completeIfDone(ctx.db, jobId))) {
+    if (run.parked && !run.stopped) {
+      // The next throttle slot is not due soon: the job lets go of its place until shortly before it.
+      await jobsRepository.releaseUntilNextSlot(ctx.db, jobId, opts.owner, THROTTLE_LEAD_MS);
+    } else if (!run.stopped && !(await jobsRepository.completeIfDone(ctx.db, jobId))) {
       // Only `waiting` recipients are left (messaging retries them; their events finish the job), or a lane stopped early.
       await jobsRepository.release(ctx.db, jobId, opts.owner, WAITING_RECHECK_MS);
     }
   } finally {
-    await jobsRepository.release(ctx.db, jobId, opts.owner, null).catch(() => undefined);
+    // A job that yielded its place is due again at once, behind the jobs that waited (the claim's order).
+    await jobsRepository.release(ctx.db, jobId, opts.owner, current?.yielded ? 0 : null).catch(() => undefined);
   }
 }
 
@@ -74,6 +93,10 @@ interface Run {
   template: TemplateRow;
   batchSize: number;
   stopped: boolean;
+  /** A lane found its next throttle slot not due within THROTTLE_HOLD_MS: the run ends and the job waits released. */
+  parked: boolean;
+  /** The runner took this job's place for another organization's job (time slice). */
+  yielded: boolean;
   /** The lanes claim in consecutive seq windows of `batchSize` from here; past the last recipient, from anywhere. */
   nextSeq: number;
   recipients: number;
@@ -103,6 +126,10 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
     run.stopped = true;
     return false;
   }
+  if (opts.shouldYield?.()) {
+    run.stopped = run.yielded = true;
+    return false;
+  }
   const status = (await templateById(ctx.db, job.template_id))?.status ?? "disabled";
   if (status !== "approved") {
     if (status === "rejected" || status === "disabled") await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", `template ${status}`);
@@ -112,9 +139,16 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
   }
   const rows = (given ?? (await claim(run, jobId))).sort((a, b) => a.seq - b.seq);
   if (rows.length === 0) return false;
-  if (job.throttle_per_hour !== null && !(await waitForSlot(ctx, job, rows[0], opts))) {
-    run.stopped = true;
-    return false;
+  if (job.throttle_per_hour !== null) {
+    const slot = await waitForSlot(ctx, job, rows[0], opts);
+    if (slot !== "due") {
+      if (slot === "later") {
+        // Never sent: claimed rows go back to `pending`; rows a previous run left `sending` stay so (sent again first).
+        if (!given) await jobsRepository.unclaim(ctx.db, jobId, rows.map((r) => r.seq));
+        run.parked = true;
+      } else run.stopped = true;
+      return false;
+    }
   }
   ctx.batches.begin(jobId);
   try {
@@ -187,14 +221,19 @@ async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<numbe
   }
 }
 
-/** Reserves (and stores) the throttle slot of the next send, then waits for it, keeping the lease. False when the job stopped. */
-async function waitForSlot(ctx: TemplateJobsContext, job: JobRow, row: RecipientRow, opts: RunOptions): Promise<boolean> {
-  const slotAt = await jobsRepository.reserveSlot(ctx.db, job.id, row.seq, 3_600_000 / job.throttle_per_hour!);
+/**
+ * Reserves (and stores) the throttle slot of the next send when it is due within THROTTLE_HOLD_MS, then waits for it,
+ * keeping the lease: `due` once it is time, `later` when the next slot is further away (nothing reserved), `stopped`
+ * when the job stopped meanwhile.
+ */
+async function waitForSlot(ctx: TemplateJobsContext, job: JobRow, row: RecipientRow, opts: RunOptions): Promise<"due" | "later" | "stopped"> {
+  const slotAt = await jobsRepository.reserveSlot(ctx.db, job.id, row.seq, 3_600_000 / job.throttle_per_hour!, THROTTLE_HOLD_MS);
+  if (!slotAt) return "later";
   for (;;) {
     const wait = slotAt.getTime() - Date.now();
-    if (wait <= 0) return true;
+    if (wait <= 0) return "due";
     await sleep(Math.min(wait, opts.leaseMs / 3));
-    if (opts.isStopping() || !(await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs))) return false;
+    if (opts.isStopping() || !(await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs))) return "stopped";
   }
 }
 

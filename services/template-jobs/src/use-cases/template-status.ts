@@ -50,7 +50,8 @@ export function templateStatusChanges(rawBody: string): TemplateStatusChange[] {
  * transaction with its `template.status_updated` event (outbox) and its jobs:
  * `paused` pauses running jobs, `approved` resumes paused ones, `rejected` or
  * `disabled` fails the unfinished ones. A template already in that status
- * changes nothing and emits nothing, so a redelivered batch is a no-op.
+ * changes nothing and emits nothing, so a redelivered batch is a no-op; a
+ * move to `pending` is stored but emits nothing (not a value of the event).
  */
 export async function applyTemplateStatus(
   ctx: TemplateJobsContext,
@@ -70,6 +71,9 @@ export async function applyTemplateStatus(
       changed++;
       await templatesRepository.setStatus(m, t.id, status);
       await jobsRepository.followTemplate(m, t.id, status);
+      // `template.status_updated` carries `approved`, `rejected`, `paused` or `disabled` (service-spec.md, events):
+      // a template back in review (`pending`) is stored, and announced by the event of its next decision.
+      if (status === "pending") continue;
       await enqueue(m, "template_jobs", [
         domainEvent("template.status_updated", t.organization_id, {
           templateId: t.id,

@@ -6,19 +6,46 @@ import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
 import { runJob } from "../use-cases/run-job";
 
+/** A job this replica runs. */
+interface RunningJob {
+  organizationId: string;
+  startedAt: number;
+  /** Set by the time slice: the run ends at its next batch and the job is due again, behind the waiting ones. */
+  yield: boolean;
+}
+
 /**
  * The worker loop of one replica: takes due jobs (lease rows, `FOR UPDATE
- * SKIP LOCKED`) up to JOB_CONCURRENCY at once and runs them. Scheduled jobs
- * become due at `scheduled_for`, read from Postgres, so a restart changes
- * nothing; a replica that dies loses its leases after JOB_LEASE_MS and
- * another takes its jobs over.
+ * SKIP LOCKED`, fairly between organizations) up to JOB_CONCURRENCY at once
+ * and runs them. Scheduled jobs become due at `scheduled_for`, read from
+ * Postgres, so a restart changes nothing; a replica that dies loses its
+ * leases after JOB_LEASE_MS and another takes its jobs over. A throttled job
+ * between distant slots is released (`run_after`), not held; and when the
+ * replica is full while another organization's job waits, the job that has
+ * run longest past JOB_SLICE_MS (of the organization with most jobs here)
+ * gives its place back.
  */
 export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
   const owner = `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-  const running = new Set<Promise<void>>();
+  const running = new Map<Promise<void>, RunningJob>();
   let stopping = false;
   let wake: (() => void) | undefined;
-  const opts = { owner, leaseMs: ctx.env.JOB_LEASE_MS, isStopping: () => stopping };
+
+  /** The time slice: at most one job yields at a time, for an organization with fewer jobs running here. */
+  const sliceJobs = async () => {
+    const now = Date.now();
+    const jobs = [...running.values()];
+    if (jobs.some((j) => j.yield) || !jobs.some((j) => now - j.startedAt >= ctx.env.JOB_SLICE_MS)) return;
+    const here = new Map<string, number>();
+    for (const j of jobs) here.set(j.organizationId, (here.get(j.organizationId) ?? 0) + 1);
+    const waiting = await jobsRepository.waitingOrganizations(ctx.db, 100);
+    if (waiting.length === 0) return;
+    const fewest = Math.min(...waiting.map((o) => here.get(o) ?? 0));
+    const victim = jobs
+      .filter((j) => now - j.startedAt >= ctx.env.JOB_SLICE_MS && here.get(j.organizationId)! > fewest)
+      .sort((a, b) => here.get(b.organizationId)! - here.get(a.organizationId)! || a.startedAt - b.startedAt)[0];
+    if (victim) victim.yield = true;
+  };
 
   const loop = (async () => {
     while (!stopping) {
@@ -33,6 +60,8 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
             const traced = startSpan("template job run", SpanKind.INTERNAL, extractTrace((name) => (name === "traceparent" ? (job.traceparent ?? undefined) : undefined)), {
               "template_job.id": job.id,
             });
+            const info: RunningJob = { organizationId: job.organization_id, startedAt: Date.now(), yield: false };
+            const opts = { owner, leaseMs: ctx.env.JOB_LEASE_MS, isStopping: () => stopping, shouldYield: () => info.yield };
             const run = withRequestContext({ requestId: job.request_id ?? undefined, organizationId: job.organization_id, trace: traced.context }, () => runJob(ctx, job, opts));
             const task = run
               .finally(() => endSpan(traced.span))
@@ -41,11 +70,13 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
                 running.delete(task);
                 wake?.();
               });
-            running.add(task);
+            running.set(task, info);
           }
         } catch (err) {
           ctx.log.warn({ err: (err as Error).message }, "claiming a job failed");
         }
+      } else {
+        await sliceJobs().catch((err) => ctx.log.warn({ err: (err as Error).message }, "time slice check failed"));
       }
       if (!claimed) {
         await new Promise<void>((resolve) => {
@@ -64,6 +95,6 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
     stopping = true;
     wake?.();
     await loop;
-    await Promise.allSettled([...running]);
+    await Promise.allSettled([...running.keys()]);
   };
 }

@@ -60,15 +60,15 @@ export const jobsRepository = {
   async insert(
     q: Queryable,
     job: Pick<JobRow, "id" | "organization_id" | "template_id" | "messaging_channel_id" | "header_media" | "recipients" | "scheduled_for" | "throttle_per_hour"> &
-      Partial<Pick<JobRow, "request_id" | "traceparent">>,
+      Partial<Pick<JobRow, "request_id" | "traceparent" | "skipped">>,
   ): Promise<JobRow> {
     const rows = await run<JobRow>(
       q,
       `INSERT INTO ${SCHEMA}.jobs (id, organization_id, template_id, messaging_channel_id, status, header_media, recipients, scheduled_for, throttle_per_hour,
-         request_id, traceparent)
-       VALUES ($1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8, $9, $10) RETURNING *`,
+         request_id, traceparent, skipped)
+       VALUES ($1, $2, $3, $4, 'queued', $5::jsonb, $6, $7, $8, $9, $10, $11) RETURNING *`,
       [job.id, job.organization_id, job.template_id, job.messaging_channel_id, job.header_media === null ? null : JSON.stringify(job.header_media),
-        job.recipients, job.scheduled_for, job.throttle_per_hour, job.request_id ?? null, job.traceparent ?? null],
+        job.recipients, job.scheduled_for, job.throttle_per_hour, job.request_id ?? null, job.traceparent ?? null, job.skipped ?? 0],
     );
     return rows[0];
   },
@@ -77,16 +77,20 @@ export const jobsRepository = {
    * The recipients in bulk (seq is the position in the request): each chunk one JSON array parameter, made by
    * JSON.stringify into one flat string and unnested server-side. Text-array parameters instead cost node-pg a string
    * concatenation per element, and a 16 MB request's million body parameters then ran the service out of heap.
+   * Entries in `duplicates` (by index) are stored `skipped` with error code DUPLICATE_PHONE: never claimed, never sent.
    */
-  async insertRecipients(q: Queryable, jobId: string, recipients: NewRecipient[]): Promise<void> {
+  async insertRecipients(q: Queryable, jobId: string, recipients: NewRecipient[], duplicates: ReadonlySet<number> = new Set()): Promise<void> {
     for (let start = 0; start < recipients.length; start += INSERT_CHUNK) {
       const rows = JSON.stringify(
-        recipients.slice(start, start + INSERT_CHUNK).map((r) => [r.phone, r.contactId ?? null, r.bodyParameters ?? [], r.buttonParameters ?? []]),
+        recipients
+          .slice(start, start + INSERT_CHUNK)
+          .map((r, i) => [r.phone, r.contactId ?? null, r.bodyParameters ?? [], r.buttonParameters ?? [], duplicates.has(start + i) ? 1 : 0]),
       );
       await run(
         q,
-        `INSERT INTO ${SCHEMA}.job_recipients (job_id, seq, phone, contact_id, body_parameters, button_parameters)
-         SELECT $1, $2::int + n - 1, r->>0, r->>1, r->2, r->3
+        `INSERT INTO ${SCHEMA}.job_recipients (job_id, seq, phone, contact_id, body_parameters, button_parameters, state, error_code)
+         SELECT $1, $2::int + n - 1, r->>0, r->>1, r->2, r->3,
+           CASE WHEN (r->>4)::int = 1 THEN 'skipped' ELSE 'pending' END, CASE WHEN (r->>4)::int = 1 THEN 'DUPLICATE_PHONE' END
          FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(r, n)`,
         [jobId, start, rows],
       );
@@ -136,25 +140,57 @@ export const jobsRepository = {
    * Takes one due, unowned (or abandoned) job for `owner` until `leaseMs`
    * from now: `FOR UPDATE SKIP LOCKED`, so two replicas never take the same
    * one; a queued job becomes running.
+   *
+   * Fairly between organizations: a job's turn is the number of jobs its
+   * organization has running now (live leases) plus its rank among the
+   * organization's due jobs, so each organization's first due job comes before
+   * any organization's second; ties go to the job due the longest (since its
+   * creation, its schedule, or the `run_after` it was released with: a job that
+   * yielded its place or waited for its throttle goes behind the others).
    */
   async claimJob(q: Queryable, owner: string, leaseMs: number): Promise<JobRow | null> {
+    const free = (t: string) => `${t}.status IN ('queued', 'running')
+           AND (${t}.scheduled_for IS NULL OR ${t}.scheduled_for <= clock_timestamp())
+           AND (${t}.run_after IS NULL OR ${t}.run_after <= clock_timestamp())
+           AND (${t}.lease_until IS NULL OR ${t}.lease_until < clock_timestamp())`;
     const rows = await run<JobRow>(
       q,
-      `UPDATE ${SCHEMA}.jobs j SET lease_owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond',
+      `WITH busy AS (
+         SELECT organization_id, count(*) AS n FROM ${SCHEMA}.jobs
+         WHERE status IN ('queued', 'running') AND lease_until >= clock_timestamp() GROUP BY organization_id),
+       due AS (
+         SELECT c.id, greatest(c.created_at, c.scheduled_for, c.run_after) AS since, c.organization_id FROM ${SCHEMA}.jobs c WHERE ${free("c")}),
+       turns AS (
+         SELECT due.id, due.since,
+           COALESCE(busy.n, 0) + row_number() OVER (PARTITION BY due.organization_id ORDER BY due.since, due.id) AS turn
+         FROM due LEFT JOIN busy ON busy.organization_id = due.organization_id)
+       UPDATE ${SCHEMA}.jobs j SET lease_owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond',
          status = 'running', started_at = COALESCE(j.started_at, clock_timestamp()), updated_at = now()
        WHERE j.id = (
-         SELECT id FROM ${SCHEMA}.jobs
-         WHERE status IN ('queued', 'running')
-           AND (scheduled_for IS NULL OR scheduled_for <= clock_timestamp())
-           AND (run_after IS NULL OR run_after <= clock_timestamp())
-           AND (lease_until IS NULL OR lease_until < clock_timestamp())
-         ORDER BY created_at
-         FOR UPDATE SKIP LOCKED
+         SELECT k.id FROM ${SCHEMA}.jobs k JOIN turns t ON t.id = k.id
+         WHERE ${free("k")}
+         ORDER BY t.turn, t.since, k.id
+         FOR UPDATE OF k SKIP LOCKED
          LIMIT 1)
        RETURNING j.*`,
       [owner, leaseMs],
     );
     return rows[0] ?? null;
+  },
+
+  /** Organizations with a due job nobody runs (the runner's time slice looks whether one waits for its place). */
+  async waitingOrganizations(q: Queryable, limit: number): Promise<string[]> {
+    const rows = await run<{ organization_id: string }>(
+      q,
+      `SELECT DISTINCT organization_id FROM ${SCHEMA}.jobs
+       WHERE status IN ('queued', 'running')
+         AND (scheduled_for IS NULL OR scheduled_for <= clock_timestamp())
+         AND (run_after IS NULL OR run_after <= clock_timestamp())
+         AND (lease_until IS NULL OR lease_until < clock_timestamp())
+       LIMIT $1`,
+      [limit],
+    );
+    return rows.map((r) => r.organization_id);
   },
 
   /** Extends the lease; null when it is no longer ours or the job is no longer running (cancelled, paused, failed). */
@@ -175,6 +211,19 @@ export const jobsRepository = {
          run_after = CASE WHEN $3::int IS NULL THEN run_after ELSE clock_timestamp() + $3::int * interval '1 millisecond' END
        WHERE id = $1 AND lease_owner = $2`,
       [id, owner, runAfterMs],
+    );
+  },
+
+  /**
+   * A throttled job whose next slot is not due lets go of its lease until `leadMs` before that slot (read on the job
+   * row, in Postgres' clock): it stays `running`, and the runner's place goes to jobs with sends due meanwhile.
+   */
+  async releaseUntilNextSlot(q: Queryable, id: string, owner: string, leadMs: number): Promise<void> {
+    await run(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET lease_owner = NULL, lease_until = NULL, run_after = next_slot_at - $3::int * interval '1 millisecond'
+       WHERE id = $1 AND lease_owner = $2`,
+      [id, owner, leadMs],
     );
   },
 
@@ -235,6 +284,30 @@ export const jobsRepository = {
     return rows.map((r) => r.seq);
   },
 
+  /**
+   * Rows this run claimed and never sent (their throttle slot was not due): back to `pending`. The only claim undone
+   * without an answer, and safe because no send of their key was asked for; a crash before it leaves them `sending`,
+   * sent again with the same keys as any other.
+   */
+  async unclaim(q: Queryable, jobId: string, seqs: number[]): Promise<void> {
+    await run(
+      q,
+      `UPDATE ${SCHEMA}.job_recipients SET state = 'pending', attempts = greatest(attempts - 1, 0), updated_at = now()
+       WHERE job_id = $1 AND seq = ANY($2::int[]) AND state = 'sending'`,
+      [jobId, seqs],
+    );
+  },
+
+  /** The lowest `pending` seq (where a run's claim windows start), null when none is left. */
+  async firstPendingSeq(q: Queryable, jobId: string): Promise<number | null> {
+    const rows = await run<{ seq: number }>(
+      q,
+      `SELECT seq FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'pending' ORDER BY seq LIMIT 1`,
+      [jobId],
+    );
+    return rows[0]?.seq ?? null;
+  },
+
   async recipientsBySeq(q: Queryable, jobId: string, seqs: number[]): Promise<RecipientRow[]> {
     return run<RecipientRow>(q, `SELECT * FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND seq = ANY($2::int[]) ORDER BY seq`, [jobId, seqs]);
   },
@@ -244,17 +317,20 @@ export const jobsRepository = {
    * (`next_slot_at` moves by one interval per reservation, from no earlier
    * than now), and stored on the recipient. A recipient sent again after a
    * crash or a pause takes a new slot: an old one would be in the past.
+   * Only a slot due within `horizonMs` is reserved (null otherwise): a job
+   * does not hold the runner's place to wait for a later one.
    */
-  async reserveSlot(q: Queryable, jobId: string, seq: number, intervalMs: number): Promise<Date> {
+  async reserveSlot(q: Queryable, jobId: string, seq: number, intervalMs: number, horizonMs: number): Promise<Date | null> {
     const rows = await run<{ slot_at: Date }>(
       q,
       `WITH s AS (
          UPDATE ${SCHEMA}.jobs SET next_slot_at = greatest(COALESCE(next_slot_at, clock_timestamp()), clock_timestamp()) + $3 * interval '1 millisecond'
-         WHERE id = $1 RETURNING next_slot_at - $3 * interval '1 millisecond' AS slot)
+         WHERE id = $1 AND (next_slot_at IS NULL OR next_slot_at <= clock_timestamp() + $4 * interval '1 millisecond')
+         RETURNING next_slot_at - $3 * interval '1 millisecond' AS slot)
        UPDATE ${SCHEMA}.job_recipients r SET slot_at = s.slot FROM s WHERE r.job_id = $1 AND r.seq = $2 RETURNING r.slot_at`,
-      [jobId, seq, intervalMs],
+      [jobId, seq, intervalMs, horizonMs],
     );
-    return rows[0].slot_at;
+    return rows[0]?.slot_at ?? null;
   },
 
   /**
