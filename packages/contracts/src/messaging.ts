@@ -89,23 +89,7 @@ export const ProviderMessagesChangeValue = z
   .passthrough();
 export type ProviderMessagesChangeValue = z.infer<typeof ProviderMessagesChangeValue>;
 
-/** The whole webhook body; changes other than `messages` (template status updates) are kept raw. */
-export const ProviderWebhookBody = z
-  .object({
-    object: z.string().optional(),
-    entry: z.array(
-      z
-        .object({
-          id: z.string().optional(),
-          changes: z.array(z.object({ field: z.string(), value: z.unknown() }).passthrough()).default([]),
-        })
-        .passthrough(),
-    ),
-  })
-  .passthrough();
-export type ProviderWebhookBody = z.infer<typeof ProviderWebhookBody>;
-
-/** The webhook body as messaging reads it: its entries, each then read on its own (`ProviderWebhookEntry`). */
+/** A provider webhook body as messaging and template-jobs read it: its entries, each then read on its own (`ProviderWebhookEntry`). */
 export const ProviderWebhookEntries = z.object({ entry: z.array(z.unknown()) }).passthrough();
 /** One entry: its changes, each then read on its own (`ProviderWebhookChange`). Its `id` is not messaging's concern. */
 export const ProviderWebhookEntry = z.object({ changes: z.array(z.unknown()).optional() }).passthrough();

@@ -1,4 +1,5 @@
-import { ProviderWebhookBody, type TemplateStatus } from "@platform/contracts";
+import { ProviderWebhookChange, ProviderWebhookEntries, type TemplateStatus } from "@platform/contracts";
+import { z } from "zod";
 import { domainEvent, enqueue, PermanentError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
@@ -22,24 +23,35 @@ export interface TemplateStatusChange {
   reason: string | null;
 }
 
+/** An entry as template-jobs reads it: its id is the template account (a number is read as its digits). */
+const StatusEntry = z.object({
+  id: z.union([z.string(), z.number().transform(String)]).optional().catch(undefined),
+  changes: z.array(z.unknown()).catch([]).default([]),
+});
+
 /** The template status changes of a raw provider batch (`provider.inbound.v1`); message changes are messaging's. */
 export function templateStatusChanges(rawBody: string): TemplateStatusChange[] {
   let parsed;
   try {
-    parsed = ProviderWebhookBody.parse(JSON.parse(rawBody));
+    parsed = ProviderWebhookEntries.parse(JSON.parse(rawBody));
   } catch (err) {
     throw new PermanentError(`unreadable provider batch: ${(err as Error).message}`);
   }
   const out: TemplateStatusChange[] = [];
-  for (const entry of parsed.entry) {
-    for (const change of entry.changes) {
-      if (change.field !== "message_template_status_update") continue;
-      const value = (change.value ?? {}) as Record<string, unknown>;
+  // Entry by entry, change by change, as messaging reads its own: one unreadable item never drops the others.
+  for (const rawEntry of parsed.entry) {
+    const entry = StatusEntry.safeParse(rawEntry);
+    if (!entry.success) continue;
+    for (const rawChange of entry.data.changes) {
+      const change = ProviderWebhookChange.safeParse(rawChange);
+      if (!change.success || change.data.field !== "message_template_status_update") continue;
+      const value = (change.data.value ?? {}) as Record<string, unknown>;
       const status = PROVIDER_STATUS[String(value.event ?? "").toUpperCase()];
       const providerTemplateId = value.message_template_id;
-      if (!status || !entry.id || (typeof providerTemplateId !== "string" && typeof providerTemplateId !== "number")) continue;
+      const templateAccountId = entry.data.id;
+      if (!status || !templateAccountId || (typeof providerTemplateId !== "string" && typeof providerTemplateId !== "number")) continue;
       const reason = typeof value.reason === "string" && value.reason && value.reason.toUpperCase() !== "NONE" ? value.reason : null;
-      out.push({ templateAccountId: entry.id, providerTemplateId: String(providerTemplateId), status, reason });
+      out.push({ templateAccountId, providerTemplateId: String(providerTemplateId), status, reason });
     }
   }
   return out;
