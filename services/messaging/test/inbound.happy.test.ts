@@ -51,6 +51,28 @@ describe("provider inbound messages", () => {
     expect(received.data.text).to.equal(undefined);
   });
 
+  it("an interactive message's reply button is a button reply too (type interactive, button {text: its title, payload: its id}), never a keyword", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const wamid = `wamid.interactive.${Date.now()}`;
+    const body = messagesBatch(channel.providerPhoneNumberId, {
+      messages: [
+        { from: phone.slice(1), id: wamid, timestamp: String(Math.floor(Date.now() / 1000)), type: "interactive", interactive: { type: "button_reply", button_reply: { id: "opt-1", title: "STOP" } } },
+      ],
+    });
+    expect(await h.sim.postRaw(body)).to.equal(200);
+    const [received] = await eventually(() => {
+      const list = eventsOf(h, "message.received", (d) => d.providerMessageId === wamid);
+      return list.length ? list : undefined;
+    });
+    expect(received.data.type).to.equal("interactive");
+    expect(received.data.button).to.deep.equal({ text: "STOP", payload: "opt-1" });
+    expect(received.data.text).to.equal(undefined);
+    const send = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "still allowed", messagingChannelId: channel.id });
+    expect(send.status).to.equal(200);
+  });
+
   it("stores a message whose text and name carry NUL (which Postgres refuses) with U+FFFD in its place", async () => {
     const org = newOrg();
     const channel = await createChannel(h, org);

@@ -378,9 +378,22 @@ function inboundRow(r: InboundInsert): MessageRow {
   };
 }
 
+/**
+ * What an inbound message says: its text, or the button reply it is. A quick-reply button (`type: "button"`) and an
+ * interactive message's reply button (`interactive.button_reply {id, title}`) are both button replies: `button
+ * {text, payload}` in `message.received` (the reply's title and id), never a keyword.
+ */
 function content(m: ProviderInboundMessage): { text: string | null; buttonText: string | null; buttonPayload: string | null } {
   if (m.type === "button" && m.button) return { text: null, buttonText: m.button.text, buttonPayload: m.button.payload };
+  const reply = m.type === "interactive" ? buttonReplyOf((m as { interactive?: unknown }).interactive) : undefined;
+  if (reply) return { text: null, buttonText: reply.title, buttonPayload: reply.id };
   return { text: m.type === "text" && m.text ? m.text.body : null, buttonText: null, buttonPayload: null };
+}
+
+function buttonReplyOf(interactive: unknown): { id: string; title: string } | undefined {
+  const reply = (interactive as { type?: unknown; button_reply?: { id?: unknown; title?: unknown } } | null | undefined)?.button_reply;
+  if (!reply || typeof reply.id !== "string" || typeof reply.title !== "string") return undefined;
+  return { id: reply.id, title: reply.title };
 }
 
 const RANK: Record<string, number> = { pending: 0, sent: 1, delivered: 2, read: 3 };
