@@ -95,6 +95,12 @@ export const ProviderWebhookEntries = z.object({ entry: z.array(z.unknown()) }).
 export const ProviderWebhookEntry = z.object({ changes: z.array(z.unknown()).optional() }).passthrough();
 export const ProviderWebhookChange = z.object({ field: z.string(), value: z.unknown() }).passthrough();
 
+/**
+ * `message.failed`'s `error.code` for an accepted send stopped by an opt-out set while it waited (for its pacing slot,
+ * its retry): never sent. A template job counts such a recipient `skipped`, as one opted out before it was sent.
+ */
+export const OPTED_OUT_FAILURE_CODE = "contact_opted_out";
+
 /** Durable work item: (re)send one stored outbound message. Its msgId is `send:<messageId>:<attempt>`. */
 export const MessageSendWork = z.object({ messageId: z.string(), organizationId: z.string() });
 export type MessageSendWork = z.infer<typeof MessageSendWork>;

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { eventually } from "@platform/testing";
 import { newId } from "@platform/id";
-import { contextOf } from "../src/service";
+import { contextOf, reservePacingSlots } from "../src/service";
 import { channelsRepository } from "../src/db/repositories/channels.repository";
 import { attemptSend } from "../src/use-cases/deliver";
 import {
@@ -163,6 +163,39 @@ describe("POST /api/v1/messages (errors)", () => {
       checker.isOptedOut = original;
     }
     expect(checks, "no second check").to.equal(0);
+  });
+
+  it("a send whose opt-out came while it waited in its request for a pacing slot answers 403 CONTACT_OPTED_OUT, never sent", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org, { messagesPerSecond: 1 });
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const ctx = contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps);
+    // The channel's next slot is taken: the send waits about a second in its request.
+    await reservePacingSlots(ctx.db, channel.id);
+    // The opt-out lands right after the request's own check answered "not opted out".
+    const checker = ctx.optOuts;
+    const original = checker.isOptedOut;
+    let first = true;
+    checker.isOptedOut = async (...args) => {
+      const answer = await original.apply(checker, args);
+      if (first && args[2] === phone) {
+        first = false;
+        await h.contacts.optOut(org, channel.id, phone);
+      }
+      return answer;
+    };
+    let res;
+    try {
+      res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "waits, then opted out", messagingChannelId: channel.id });
+    } finally {
+      checker.isOptedOut = original;
+    }
+    expect(res.status, JSON.stringify(res.body)).to.equal(403);
+    expect(res.body.error).to.deep.equal({ code: "CONTACT_OPTED_OUT", message: "Contact opted out" });
+    const [row] = await ctx.db.query(`SELECT id, status, error_code FROM messaging.messages WHERE organization_id = $1 AND direction = 'outbound'`, [org]);
+    expect(row).to.include({ status: "failed", error_code: "contact_opted_out" });
+    expect(providerRequestsFor(h, row.id)).to.have.length(0);
   });
 
   it("503 when the opt-out check cannot be answered (fails closed), nothing sent", async () => {

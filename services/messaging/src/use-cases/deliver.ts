@@ -1,5 +1,5 @@
 import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
-import { MESSAGING_SUBJECTS } from "@platform/contracts";
+import { MESSAGING_SUBJECTS, OPTED_OUT_FAILURE_CODE } from "@platform/contracts";
 import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
 import type { MessagingContext, StageClock } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
@@ -105,7 +105,7 @@ async function recordAccepted(ctx: MessagingContext, message: MessageRow, attemp
 }
 
 const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
-const OPTED_OUT = { code: "contact_opted_out", title: "The contact opted out on this channel before the message was sent" };
+const OPTED_OUT = { code: OPTED_OUT_FAILURE_CODE, title: "The contact opted out on this channel before the message was sent" };
 const OPT_OUT_UNKNOWN = { code: "opt_out_check_unavailable", title: "The opt-out check did not answer; not sent yet" };
 
 const isTemplate = (m: MessageRow) => m.type === "template" && m.template_payload !== null;

@@ -1,8 +1,8 @@
-import { normalizePhone, type MessageResponse, type SendMessageRequest } from "@platform/contracts";
+import { normalizePhone, OPTED_OUT_FAILURE_CODE, type MessageResponse, type SendMessageRequest } from "@platform/contracts";
 import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import { StageClock, type MessagingContext } from "../context";
-import { messagesRepository } from "../db/repositories/messages.repository";
+import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { attemptSend, leaseMs, MAX_PACING_WAIT_MS } from "./deliver";
 
 export { SERVICE_WINDOW_MS } from "./send-lookups";
@@ -76,11 +76,11 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     case "sent":
       return { status: 200, body: { ...base, providerMessageId: outcome.message.provider_message_id } };
     case "failed":
-      throw new ApiError("UPSTREAM_REJECTED", `The provider rejected the message: ${outcome.message.error_title ?? outcome.message.error_code ?? "rejected"}`);
+      throw failedSend(outcome.message);
     case "retry":
       return { status: 200, body: { ...base, providerMessageId: null } };
     case "settled":
-      if (outcome.message?.status === "failed") throw new ApiError("UPSTREAM_REJECTED", "The provider rejected the message");
+      if (outcome.message?.status === "failed") throw failedSend(outcome.message);
       return { status: 200, body: { ...base, providerMessageId: outcome.message?.provider_message_id ?? null } };
   }
 }
@@ -94,8 +94,18 @@ export async function answerOfStoredSend(ctx: MessagingContext, organizationId: 
   const [m] = await messagesRepository.findByIds(ctx.db, organizationId, [messageId]);
   if (!m) return undefined;
   if (m.status === "failed") {
-    const rejected = new ApiError("UPSTREAM_REJECTED", `The provider rejected the message: ${m.error_title ?? m.error_code ?? "rejected"}`);
+    const rejected = failedSend(m);
     return { status: rejected.status, body: rejected.toJSON() };
   }
   return { status: 200, body: { id: m.id, conversationId: m.conversation_id, contactId: m.contact_id, providerMessageId: m.provider_message_id } };
+}
+
+/**
+ * The answer of a send that ended `failed` during its request: 403 CONTACT_OPTED_OUT when an opt-out set while it
+ * waited for its pacing slot stopped it (the provider never saw it; the same answer as an opt-out set before the
+ * request), else 400 UPSTREAM_REJECTED (the provider refused it for good).
+ */
+function failedSend(m: Pick<MessageRow, "error_code" | "error_title">): ApiError {
+  if (m.error_code === OPTED_OUT_FAILURE_CODE) return new ApiError("CONTACT_OPTED_OUT", "Contact opted out");
+  return new ApiError("UPSTREAM_REJECTED", `The provider rejected the message: ${m.error_title ?? m.error_code ?? "rejected"}`);
 }
