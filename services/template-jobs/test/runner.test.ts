@@ -85,6 +85,20 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(list.map((p) => templateRequestsTo(h, p).length)).to.deep.equal([1, 0, 1, 0, 1]);
   });
 
+  it("a recipient opted out while its send waits for a retry in messaging is counted skipped, never sent", async () => {
+    const { org, channel, template } = await setup(h);
+    const [p, q] = phones(2);
+    // Every provider call fails transiently: both sends wait in messaging's retries (recipients `waiting`).
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 100_000 });
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([p, q]) });
+    await eventually(async () => templateRequestsTo(h, p).length >= 1 && templateRequestsTo(h, q).length >= 1, 20_000);
+    await optOut(h, org, channel.id, p);
+    h.sim.setMode({ kind: "ok" });
+    const done = await waitForJob(h, org, job.id, "completed");
+    expect(done).to.include({ recipients: 2, sent: 1, skipped: 1, failed: 0 });
+    expect(templateRequestsTo(h, p).every((r) => r.responseStatus === 503), "p never accepted").to.equal(true);
+  });
+
   it("sends a phone listed twice (in two spellings) once: later entries are counted skipped, never sent", async () => {
     const { org, channel, template } = await setup(h);
     const [p, q] = phones(2);

@@ -1,6 +1,6 @@
 import { RetryableError } from "@platform/bus";
 import type { z } from "zod";
-import type { DomainEvent } from "@platform/contracts";
+import { OPTED_OUT_FAILURE_CODE, type DomainEvent } from "@platform/contracts";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
 import { run, SCHEMA } from "../db/repositories/queryable";
@@ -26,7 +26,9 @@ export async function finalizeSend(ctx: TemplateJobsContext, event: z.infer<type
     await ctx.batches.settled(jobId, left);
     if (ctx.finalMessages.has(data.messageId)) return;
   }
-  const state = event.event === "message.failed" ? "failed" : "sent";
+  // A send an opt-out stopped while it waited (messaging's `contact_opted_out`) was never sent: skipped, as the
+  // contract has opted-out recipients.
+  const state = event.event === "message.sent" ? "sent" : data.error?.code === OPTED_OUT_FAILURE_CODE ? "skipped" : "failed";
   // Most events are of sends already recorded as final (messaging answered `sent`): one indexed read, no transaction.
   const current = await run<{ state: string }>(ctx.db, `SELECT state FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND message_id = $2`, [jobId, data.messageId]);
   if (current.length && current[0].state !== "waiting") return;

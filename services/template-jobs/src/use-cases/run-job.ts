@@ -1,4 +1,4 @@
-import { MESSAGING_RPC, RPC, type TemplateSendOutcome } from "@platform/contracts";
+import { MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type TemplateSendOutcome } from "@platform/contracts";
 import { RpcCallError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
@@ -266,14 +266,17 @@ async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRo
   for (const r of rows) {
     const result = results.get(sendKey(jobId, r.seq));
     if (!result) continue;
-    outcomes.push({ seq: r.seq, state: STATE_OF[result.outcome], messageId: result.messageId, errorCode: result.error?.code ?? null });
+    const errorCode = result.error?.code ?? null;
+    // Stopped by an opt-out set while it waited for its slot in messaging: never sent, so skipped (contract).
+    const state = result.outcome === "failed" && errorCode === OPTED_OUT_FAILURE_CODE ? "skipped" : STATE_OF[result.outcome];
+    outcomes.push({ seq: r.seq, state, messageId: result.messageId, errorCode });
   }
   await ctx.db.transaction(async (m) => {
     await jobsRepository.recordOutcomes(m, jobId, outcomes);
     await jobsRepository.completeIfDone(m, jobId);
   });
   for (const o of outcomes) {
-    if (o.messageId && (o.state === "sent" || o.state === "failed")) ctx.finalMessages.add(o.messageId);
+    if (o.messageId && o.state !== "waiting") ctx.finalMessages.add(o.messageId);
     else if (o.messageId && o.state === "waiting") ctx.waitingMessages.add(o.messageId);
   }
   if (ctx.onRecipients) for (const o of outcomes) ctx.onRecipients(o.state, 1);

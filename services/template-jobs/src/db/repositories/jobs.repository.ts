@@ -369,7 +369,7 @@ export const jobsRepository = {
   },
 
   /** The final outcome of a send messaging was retrying (`message.sent` / `message.failed`). */
-  async finalizeMessage(q: Queryable, jobId: string, messageId: string, state: "sent" | "failed", errorCode: string | null): Promise<"updated" | "known" | "unknown"> {
+  async finalizeMessage(q: Queryable, jobId: string, messageId: string, state: "sent" | "failed" | "skipped", errorCode: string | null): Promise<"updated" | "known" | "unknown"> {
     const rows = await run<{ state: string }>(
       q,
       `UPDATE ${SCHEMA}.job_recipients SET state = $3, error_code = $4, updated_at = now()
