@@ -4,11 +4,13 @@ import type { ContactsContext } from "./context";
 import { activateOptOut } from "./opt-outs";
 
 /**
- * Case-insensitive across scripts: lower, then upper, so that letters whose
- * capital has no one-letter lower partner still meet (`STRAẞE` and `straße`
- * both become `STRASSE`); composed and decomposed accents are one spelling.
+ * Case-insensitive across scripts, and nothing more: both sides in lower case
+ * (`STRAẞE` and `straße` meet, `ΣΤΟΠ` and `στοπ` too). Not upper case, which
+ * maps other letters onto a keyword's (dotless `quıt` onto `QUIT`, long-s
+ * `ſtop` and the ligature `ﬆop` onto `STOP`): those are other spellings.
+ * Composed and decomposed accents are one spelling.
  */
-const fold = (s: string) => s.trim().normalize("NFC").toLowerCase().toUpperCase();
+const fold = (s: string) => s.trim().normalize("NFC").toLowerCase();
 
 /**
  * The keyword of `keywords` that the whole message is, or null. The whole
