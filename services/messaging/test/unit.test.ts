@@ -19,11 +19,16 @@ describe("unit: retry backoff and request hashing", () => {
 describe("unit: status transitions named for a batch (the SQL decides, the replay names the steps)", () => {
   it("forward only, final states final, pending jumping ahead gets its sent; falls back to the database's state", () => {
     expect(transitions("sent", ["delivered", "read"], "read")).to.deep.equal(["delivered", "read"]);
-    expect(transitions("sent", ["read", "delivered"], "read")).to.deep.equal(["read"]);
+    // A read that comes first implies the delivery: delivered, then read; the late delivered adds nothing.
+    expect(transitions("sent", ["read", "delivered"], "read")).to.deep.equal(["delivered", "read"]);
+    expect(transitions("sent", ["read"], "read")).to.deep.equal(["delivered", "read"]);
+    expect(transitions("pending", ["read"], "read")).to.deep.equal(["sent", "delivered", "read"]);
+    expect(transitions("delivered", ["read"], "read")).to.deep.equal(["read"]);
+    expect(transitions("read", ["delivered"], "read")).to.deep.equal([]);
     expect(transitions("pending", ["delivered"], "delivered")).to.deep.equal(["sent", "delivered"]);
     expect(transitions("pending", ["failed"], "failed")).to.deep.equal(["sent", "failed"]);
     expect(transitions("delivered", ["sent", "deleted", "failed", "read"], "failed")).to.deep.equal(["failed"]);
     expect(transitions("sent", ["sent", "sent", "delivered", "delivered"], "delivered")).to.deep.equal(["delivered"]);
-    expect(transitions("pending", [], "read")).to.deep.equal(["sent", "read"]);
+    expect(transitions("pending", [], "read")).to.deep.equal(["sent", "delivered", "read"]);
   });
 });

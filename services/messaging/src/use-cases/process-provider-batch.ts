@@ -458,7 +458,14 @@ async function writeStatuses(ctx: MessagingContext, channel: ChannelRow, input: 
 /**
  * The events of one message's change from `before` to `after` under the
  * batch's statuses (in batch order): the same rules as the SQL, replayed to
- * name each step; `message.sent` first when a pending message jumps ahead.
+ * name each step. A message that jumps ahead gets the steps it implies, in
+ * order: `message.sent` first when it was still pending (the provider has
+ * it), and `message.delivered` before `message.read` when its `delivered`
+ * had not come (a read message was delivered; its own `delivered` callback,
+ * should it come later, then emits nothing). So every read message has had
+ * its `sent`, `delivered` and `read`, once each and in that order, also when
+ * the provider's callbacks reach us out of order (a redelivered batch after a
+ * restart, concurrent batches).
  */
 export function transitions(before: MessageStatus, targets: string[], after: MessageStatus): OutboundEventStatus[] {
   const steps: OutboundEventStatus[] = [];
@@ -467,11 +474,18 @@ export function transitions(before: MessageStatus, targets: string[], after: Mes
     if (FINAL.has(current)) break;
     if (target !== "failed" && !(target in RANK)) continue;
     if (target !== "failed" && RANK[target] <= RANK[current]) continue;
-    if (current === "pending" && target !== "sent") steps.push("sent");
-    steps.push(target as OutboundEventStatus);
+    steps.push(...implied(current, target as MessageStatus), target as OutboundEventStatus);
     current = target as MessageStatus;
   }
   // The database decided; the replay only names the steps. They agree by construction; if ever not, the database's state wins.
-  if (current !== after) return before === "pending" && after !== "sent" ? ["sent", after as OutboundEventStatus] : [after as OutboundEventStatus];
+  if (current !== after) return [...implied(before, after), after as OutboundEventStatus];
+  return steps;
+}
+
+/** The events a jump from `from` straight to `to` skips and implies: `sent` out of `pending`, `delivered` before `read`. */
+function implied(from: MessageStatus, to: MessageStatus): OutboundEventStatus[] {
+  const steps: OutboundEventStatus[] = [];
+  if (from === "pending" && to !== "sent") steps.push("sent");
+  if (to === "read" && RANK[from] < RANK.delivered) steps.push("delivered");
   return steps;
 }
