@@ -27,16 +27,23 @@ async function hastyService() {
   };
 }
 
-/** One call on a keep-alive agent: its status and Connection header, or the error that ended it. */
-function post(url: string, agent: http.Agent, key: string, body: Buffer) {
+/**
+ * One call on a keep-alive agent: its status and Connection header, or the error that ended it. With `holdRest`, only
+ * the body's first 64 KB go before the answer and the rest after it, so the answer surely comes while the body is
+ * still unread (sent whole, a fast machine could deliver all of it before the service answers, and then the
+ * connection may rightly stay open).
+ */
+function post(url: string, agent: http.Agent, key: string, body: Buffer, holdRest = false) {
   return new Promise<{ status: number; connection?: string } | { error: string }>((resolve) => {
     const req = http.request(`${url}/api/v1/templates/send`, { method: "POST", agent, headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" } }, (res) => {
+      if (holdRest) req.end(body.subarray(64 * 1024));
       res.resume();
       res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
     });
     // Once answered, a write error (the rest of the body refused) is not this call's outcome: resolve ignores it.
     req.on("error", (err) => resolve({ error: (err as NodeJS.ErrnoException).code ?? err.message }));
-    req.end(body);
+    if (holdRest) req.write(body.subarray(0, 64 * 1024));
+    else req.end(body);
   });
 }
 
@@ -59,7 +66,7 @@ describe("gateway: a service that answers before the body is read", () => {
       const big = Buffer.from(JSON.stringify({ blob: "x".repeat(1_100_000) }));
       for (let i = 0; i < 3; i++) {
         // The service's answer, or 503 when its close is seen first: either way the connection is not kept.
-        const first = await post(h.url, agent, key, big);
+        const first = await post(h.url, agent, key, big, true);
         expect(first, JSON.stringify(first)).to.have.property("connection", "close");
         expect([400, 503]).to.include((first as { status: number }).status);
         const next = await post(h.url, agent, key, Buffer.from("{}"));
