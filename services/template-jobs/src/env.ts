@@ -12,7 +12,7 @@ export const envShape = {
    * Time slice: a job that has run this long gives its place back when the replica is full and another organization
    * (with fewer jobs running here) has a due job waiting, so one organization's huge jobs never starve the others.
    */
-  JOB_SLICE_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  JOB_SLICE_MS: z.coerce.number().int().min(100).max(3_600_000).default(10_000),
   /** Bound of one `rpc.messaging.template.send.v1` batch call; past it the batch is sent again with the same keys. */
   SEND_BATCH_TIMEOUT_MS: z.coerce.number().int().min(500).max(600_000).default(60_000),
   /** Largest batch of sends asked of messaging at once (smaller on slow channels: about one second of the channel's rate). */
