@@ -91,8 +91,16 @@ export type ProviderMessagesChangeValue = z.infer<typeof ProviderMessagesChangeV
 
 /** A provider webhook body as messaging and template-jobs read it: its entries, each then read on its own (`ProviderWebhookEntry`). */
 export const ProviderWebhookEntries = z.object({ entry: z.array(z.unknown()) }).passthrough();
-/** One entry: its changes, each then read on its own (`ProviderWebhookChange`). Its `id` is not messaging's concern. */
-export const ProviderWebhookEntry = z.object({ changes: z.array(z.unknown()).optional() }).passthrough();
+/**
+ * One entry: its changes, each then read on its own (`ProviderWebhookChange`), and its id, the template account
+ * (template-jobs'; a number is read as its digits, anything else as absent).
+ */
+export const ProviderWebhookEntry = z
+  .object({
+    id: z.union([z.string(), z.number().transform(String)]).optional().catch(undefined),
+    changes: z.array(z.unknown()).optional(),
+  })
+  .passthrough();
 export const ProviderWebhookChange = z.object({ field: z.string(), value: z.unknown() }).passthrough();
 
 /**

@@ -143,9 +143,7 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
     }
     if (held >= orgCap) {
       opts.onOrganizationBusy?.(opts.service);
-      const body = errorBody("RATE_LIMITED", "Too many requests");
-      res.writeHead(429, { "Retry-After": "1", "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
-      res.end(body);
+      refuse(res, 429, "RATE_LIMITED", "Too many requests", { "Retry-After": "1" });
       return;
     }
     inFlight++;
@@ -179,8 +177,13 @@ function organizationOf(req: ForwardedRequest): string | undefined {
 
 /** Answers 503 SERVICE_UNAVAILABLE with the contract's envelope. */
 function unavailable(res: http.ServerResponse, message: string, headers: Record<string, string> = {}): void {
-  const body = errorBody("SERVICE_UNAVAILABLE", message);
-  res.writeHead(503, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
+  refuse(res, 503, "SERVICE_UNAVAILABLE", message, headers);
+}
+
+/** Answers a call the gateway does not forward with the contract's error envelope. */
+function refuse(res: http.ServerResponse, status: number, code: Parameters<typeof errorBody>[0], message: string, headers: Record<string, string> = {}): void {
+  const body = errorBody(code, message);
+  res.writeHead(status, { ...headers, "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(body) });
   res.end(body);
 }
 

@@ -276,8 +276,7 @@ async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRo
     await jobsRepository.completeIfDone(m, jobId);
   });
   for (const o of outcomes) {
-    if (o.messageId && o.state !== "waiting") ctx.finalMessages.add(o.messageId);
-    else if (o.messageId && o.state === "waiting") ctx.waitingMessages.add(o.messageId);
+    if (o.messageId) (o.state === "waiting" ? ctx.waitingMessages : ctx.finalMessages).add(o.messageId);
   }
   if (ctx.onRecipients) for (const o of outcomes) ctx.onRecipients(o.state, 1);
 }

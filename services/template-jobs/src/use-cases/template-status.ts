@@ -1,5 +1,4 @@
-import { ProviderWebhookChange, ProviderWebhookEntries, type TemplateStatus } from "@platform/contracts";
-import { z } from "zod";
+import { ProviderWebhookChange, ProviderWebhookEntries, ProviderWebhookEntry, type TemplateStatus } from "@platform/contracts";
 import { domainEvent, enqueue, PermanentError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
@@ -23,12 +22,6 @@ export interface TemplateStatusChange {
   reason: string | null;
 }
 
-/** An entry as template-jobs reads it: its id is the template account (a number is read as its digits). */
-const StatusEntry = z.object({
-  id: z.union([z.string(), z.number().transform(String)]).optional().catch(undefined),
-  changes: z.array(z.unknown()).catch([]).default([]),
-});
-
 /** The template status changes of a raw provider batch (`provider.inbound.v1`); message changes are messaging's. */
 export function templateStatusChanges(rawBody: string): TemplateStatusChange[] {
   let parsed;
@@ -40,9 +33,9 @@ export function templateStatusChanges(rawBody: string): TemplateStatusChange[] {
   const out: TemplateStatusChange[] = [];
   // Entry by entry, change by change, as messaging reads its own: one unreadable item never drops the others.
   for (const rawEntry of parsed.entry) {
-    const entry = StatusEntry.safeParse(rawEntry);
+    const entry = ProviderWebhookEntry.safeParse(rawEntry);
     if (!entry.success) continue;
-    for (const rawChange of entry.data.changes) {
+    for (const rawChange of entry.data.changes ?? []) {
       const change = ProviderWebhookChange.safeParse(rawChange);
       if (!change.success || change.data.field !== "message_template_status_update") continue;
       const value = (change.data.value ?? {}) as Record<string, unknown>;

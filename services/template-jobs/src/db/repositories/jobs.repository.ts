@@ -56,6 +56,12 @@ const INSERT_CHUNK = 10_000;
 
 export const FINAL_JOB_STATES = ["completed", "cancelled", "failed"] as const;
 
+/** SQL condition on jobs alias `t`: the job is due (queued or running, past its schedule and `run_after`) and nobody holds it. */
+const unownedDue = (t: string) => `${t}.status IN ('queued', 'running')
+  AND (${t}.scheduled_for IS NULL OR ${t}.scheduled_for <= clock_timestamp())
+  AND (${t}.run_after IS NULL OR ${t}.run_after <= clock_timestamp())
+  AND (${t}.lease_until IS NULL OR ${t}.lease_until < clock_timestamp())`;
+
 export const jobsRepository = {
   async insert(
     q: Queryable,
@@ -149,17 +155,13 @@ export const jobsRepository = {
    * yielded its place or waited for its throttle goes behind the others).
    */
   async claimJob(q: Queryable, owner: string, leaseMs: number): Promise<JobRow | null> {
-    const free = (t: string) => `${t}.status IN ('queued', 'running')
-           AND (${t}.scheduled_for IS NULL OR ${t}.scheduled_for <= clock_timestamp())
-           AND (${t}.run_after IS NULL OR ${t}.run_after <= clock_timestamp())
-           AND (${t}.lease_until IS NULL OR ${t}.lease_until < clock_timestamp())`;
     const rows = await run<JobRow>(
       q,
       `WITH busy AS (
          SELECT organization_id, count(*) AS n FROM ${SCHEMA}.jobs
          WHERE status IN ('queued', 'running') AND lease_until >= clock_timestamp() GROUP BY organization_id),
        due AS (
-         SELECT c.id, greatest(c.created_at, c.scheduled_for, c.run_after) AS since, c.organization_id FROM ${SCHEMA}.jobs c WHERE ${free("c")}),
+         SELECT c.id, greatest(c.created_at, c.scheduled_for, c.run_after) AS since, c.organization_id FROM ${SCHEMA}.jobs c WHERE ${unownedDue("c")}),
        turns AS (
          SELECT due.id, due.since,
            COALESCE(busy.n, 0) + row_number() OVER (PARTITION BY due.organization_id ORDER BY due.since, due.id) AS turn
@@ -168,7 +170,7 @@ export const jobsRepository = {
          status = 'running', started_at = COALESCE(j.started_at, clock_timestamp()), updated_at = now()
        WHERE j.id = (
          SELECT k.id FROM ${SCHEMA}.jobs k JOIN turns t ON t.id = k.id
-         WHERE ${free("k")}
+         WHERE ${unownedDue("k")}
          ORDER BY t.turn, t.since, k.id
          FOR UPDATE OF k SKIP LOCKED
          LIMIT 1)
@@ -182,12 +184,7 @@ export const jobsRepository = {
   async waitingOrganizations(q: Queryable, limit: number): Promise<string[]> {
     const rows = await run<{ organization_id: string }>(
       q,
-      `SELECT DISTINCT organization_id FROM ${SCHEMA}.jobs
-       WHERE status IN ('queued', 'running')
-         AND (scheduled_for IS NULL OR scheduled_for <= clock_timestamp())
-         AND (run_after IS NULL OR run_after <= clock_timestamp())
-         AND (lease_until IS NULL OR lease_until < clock_timestamp())
-       LIMIT $1`,
+      `SELECT DISTINCT j.organization_id FROM ${SCHEMA}.jobs j WHERE ${unownedDue("j")} LIMIT $1`,
       [limit],
     );
     return rows.map((r) => r.organization_id);
