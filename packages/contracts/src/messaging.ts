@@ -196,10 +196,22 @@ export type TemplateSendOutcome = z.infer<typeof TemplateSendOutcome>;
 export const TemplateSendResponse = z.object({ results: z.array(TemplateSendOutcome) });
 export type TemplateSendResponse = z.infer<typeof TemplateSendResponse>;
 
+/**
+ * The stored outcome of template sends by key, sending nothing: a key messaging never stored is absent from the
+ * answer. template-jobs settles with it the recipients a dead run left `sending` in a job cancelled since.
+ */
+export const TemplateLookupRequest = z.object({ organizationId: z.string(), keys: z.array(z.string()).min(1).max(1_000) });
+export type TemplateLookupRequest = z.infer<typeof TemplateLookupRequest>;
+
 export const MESSAGING_RPC = {
   sendTemplates: {
     subject: "rpc.messaging.template.send.v1",
     request: TemplateSendRequest,
+    response: TemplateSendResponse,
+  },
+  lookupTemplateSends: {
+    subject: "rpc.messaging.template.lookup.v1",
+    request: TemplateLookupRequest,
     response: TemplateSendResponse,
   },
 } as const;

@@ -220,7 +220,8 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     method: "post",
     path: "/api/v1/templates/send/{jobId}/cancel",
     summary: "Cancel a template send job",
-    description: "Stops the job (`cancelled`); a job already completed, cancelled or failed is answered unchanged.",
+    description:
+      "Stops the job (`cancelled`). The answer comes once the job has stopped: no send of the job reaches the provider after it, and `sent`, `failed` and `skipped` are final (but for sends the provider had failed transiently, which messaging still retries). A job already completed, cancelled or failed is answered unchanged.",
     tags: ["Templates"],
     security,
     request: { params: jobId },

@@ -5,6 +5,7 @@ import type { ServiceDefinition } from "@platform/service";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
 import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
 import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
+import { serveTemplateLookup } from "./bus/responders/rpc.messaging.template.lookup";
 import { serveTemplateSend } from "./bus/responders/rpc.messaging.template.send";
 import { AcceptedSends, ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
 import { entities } from "./db/entities";
@@ -64,6 +65,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     const ctx = contextOf(deps);
     serveChannelLookup(ctx);
     serveTemplateSend(ctx);
+    serveTemplateLookup(ctx);
     ctx.bus.onBroadcast(MESSAGING_SUBJECTS.channelsChanged, ({ organizationId }) => ctx.lookups.forgetOrganization(organizationId));
     ctx.bus.onReconnect(() => ctx.lookups.clear());
     await consumeProviderInbound(ctx);

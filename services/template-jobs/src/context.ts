@@ -17,6 +17,8 @@ export interface TemplateJobsContext {
   finalMessages: RecentSet;
   /** Message ids this process recorded as `waiting` (messaging retries them; their event settles them). */
   waitingMessages: RecentSet;
+  /** Jobs cancelled through this process: a run here waiting for a throttle slot stops at once instead of at its next lease renewal. */
+  cancelledJobs: RecentSet;
   /** Send batches of each job in flight in this process: an early event waits for its batch's answer here. */
   batches: BatchesInFlight;
   /** Recipients recorded, by state (metrics). */

@@ -8,6 +8,7 @@ import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { RecipientsWithoutForeignKey1764100000000 } from "./db/migrations/1764100000000-RecipientsWithoutForeignKey";
 import { JobsOrganizationPage1764200000000 } from "./db/migrations/1764200000000-JobsOrganizationPage";
 import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin";
+import { SettleCancelled1764500000000 } from "./db/migrations/1764500000000-SettleCancelled";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
 import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
@@ -17,7 +18,7 @@ const contexts = new WeakMap<TemplateJobsDeps, TemplateJobsContext>();
 function contextOf(deps: TemplateJobsDeps): TemplateJobsContext {
   let ctx = contexts.get(deps);
   if (!ctx) {
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), waitingMessages: new RecentSet(), batches: new BatchesInFlight(), onRecipients: jobMetrics(deps) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), waitingMessages: new RecentSet(), cancelledJobs: new RecentSet(10_000), batches: new BatchesInFlight(), onRecipients: jobMetrics(deps) };
     contexts.set(deps, ctx);
   }
   return ctx;
@@ -58,6 +59,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     JobsOrganizationPage1764200000000,
     outboxTraceMigration("template_jobs"),
     JobOrigin1764300000000,
+    SettleCancelled1764500000000,
   ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),

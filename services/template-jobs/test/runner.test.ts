@@ -167,23 +167,77 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(failed.sent).to.be.below(60);
   });
 
-  it("stops sending on cancel", async () => {
+  it("stops sending on cancel: a throttled job's claimed recipients go back unsent, and the run has let go when the cancel answers", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(30);
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), throttlePerHour: 36_000 });
     await eventually(async () => (await getJob(h, org, job.id)).sent >= 2, 20_000);
     const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
     expect(cancelled.body.status).to.equal("cancelled");
-    // The runner lets go of the job (its lease is cleared by the cancel and never renewed).
-    await eventually(async () => {
-      const [row] = await db().query(`SELECT lease_owner FROM template_jobs.jobs WHERE id = $1`, [job.id]);
-      const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [job.id]);
-      // At most the throttle lanes (4) were claimed when the cancel came; they stay `sending`, never sent.
-      return row.lease_owner === null && open.n <= 4;
-    });
+    // The answer comes after the run stopped: lease released, the lanes' claimed rows (never sent) `pending` again.
+    const [row] = await db().query(`SELECT lease_owner FROM template_jobs.jobs WHERE id = $1`, [job.id]);
+    const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [job.id]);
+    expect(row.lease_owner).to.equal(null);
+    expect(open.n).to.equal(0);
     const total = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    expect(total).to.equal(cancelled.body.sent);
     expect(total).to.be.below(30);
     expect((await getJob(h, org, job.id)).status).to.equal("cancelled");
+  });
+
+  it("cancel answers where the job stopped: every send made is counted in the answer, and none is left to come after it", async () => {
+    // 20/s: batches of 4, three in flight, each paced over about 200 ms; the cancel comes while some are.
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(80);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
+    expect(cancelled.body.status).to.equal("cancelled");
+    const total = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    expect(cancelled.body.sent, "sends at the provider when the cancel answered").to.equal(total);
+    expect(total).to.be.below(80);
+    // Nothing that could still be sent: no recipient claimed or waiting, every message messaging stored for the job sent.
+    const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state IN ('sending', 'waiting')`, [job.id]);
+    expect(open.n).to.equal(0);
+    const [unsent] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NULL`, [job.id]);
+    expect(unsent.n).to.equal(0);
+    const [stored] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1`, [job.id]);
+    expect(stored.n).to.equal(total);
+  });
+
+  it("settles a cancelled job's recipients a dead run left `sending`: messaging's outcomes are counted, keys it never stored stay unsent", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(6);
+    const done = await waitForJob(h, org, (await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) })).id, "completed");
+    expect(done.sent).to.equal(6);
+    // As a run that died after messaging sent three of them, before recording their batch, and the job cancelled then;
+    // plus one recipient claimed whose batch never reached messaging (its key is unknown there).
+    await db().query(
+      `UPDATE template_jobs.job_recipients SET state = 'sending', message_id = NULL WHERE job_id = $1 AND seq IN (SELECT seq FROM template_jobs.job_recipients WHERE job_id = $1 ORDER BY seq LIMIT 3)`,
+      [done.id],
+    );
+    const [lost] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [done.id]);
+    expect(lost.n).to.equal(3);
+    const never = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(phones(2)), scheduledAt: new Date(Date.now() + 3_600_000).toISOString() });
+    await db().query(`UPDATE template_jobs.job_recipients SET state = 'sending' WHERE job_id = $1 AND seq = (SELECT min(seq) FROM template_jobs.job_recipients WHERE job_id = $1)`, [never.id]);
+    await db().query(`UPDATE template_jobs.jobs SET status = 'cancelled', sent = 3, settle_after = now() WHERE id = $1`, [done.id]);
+    expect((await api(h, org).post(`/api/v1/templates/send/${never.id}/cancel`)).body.status).to.equal("cancelled");
+
+    const settled = await eventually(async () => {
+      const job = await getJob(h, org, done.id);
+      return job.sent === 6 ? job : undefined;
+    }, 20_000);
+    expect(settled.status).to.equal("cancelled");
+    const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [done.id]);
+    expect(open.n).to.equal(0);
+    await eventually(async () => {
+      const [row] = await db().query(`SELECT settle_after FROM template_jobs.jobs WHERE id = $1`, [never.id]);
+      return row.settle_after === null;
+    }, 20_000);
+    const [still] = await db().query(`SELECT state FROM template_jobs.job_recipients WHERE job_id = $1 AND state <> 'pending'`, [never.id]);
+    expect(still.state).to.equal("sending");
+    expect((await getJob(h, org, never.id)).sent).to.equal(0);
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
   });
 
   it("a 130429 slows the channel and loses nobody: pending sends are finished by message.sent events", async () => {

@@ -1,5 +1,5 @@
 import { RpcCallError } from "@platform/bus";
-import { CONTACTS_RPC, RPC, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
+import { CONTACTS_RPC, RPC, type TemplateLookupRequest, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
 import { sqlState } from "@platform/db";
 import { newId } from "@platform/id";
 import type { MessagingContext } from "../context";
@@ -136,6 +136,12 @@ export async function sendTemplates(ctx: MessagingContext, req: TemplateSendRequ
       (s) => results.get(s.key) ?? { key: s.key, outcome: "pending", messageId: null, providerMessageId: null },
     ),
   };
+}
+
+/** rpc.messaging.template.lookup.v1: the current outcome of each stored key; keys never stored are left out. Sends nothing. */
+export async function lookupTemplateSends(ctx: MessagingContext, req: TemplateLookupRequest): Promise<TemplateSendResponse> {
+  const stored = await messagesRepository.findBySendKeys(ctx.db, req.organizationId, [...new Set(req.keys)]);
+  return { results: stored.map((m) => outcomeOf(m.send_key!, m)) };
 }
 
 /** One store statement; a deadlock with an inbound batch touching the same conversations rolled it back whole, so it runs again. */

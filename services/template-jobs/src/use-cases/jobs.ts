@@ -2,6 +2,7 @@ import { dateInstant, RPC, type PageQuery, type TemplateJob, type TemplateJobLis
 import { BusUnavailableError, outboxOrigin, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
+import { sleep } from "@platform/runtime";
 import { newId } from "@platform/id";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
@@ -150,9 +151,28 @@ export async function listJobs(ctx: TemplateJobsContext, organizationId: string,
   return { items, ...(more && last ? { nextCursor: codec.encode({ o: organizationId, i: last.id }) } : {}) };
 }
 
-/** Cancels a job: the runner stops at its next batch; an already final job is answered unchanged. */
+/**
+ * A run that holds a cancelled job records the batches it has in flight (messaging paces them, at most about a second
+ * of the channel's rate, or MAX_PACING_WAIT_MS and a provider call) before it lets go; the cancel waits for that up to
+ * this long, so that its answer is where the job stopped. A run that died holds its lease until JOB_LEASE_MS: the
+ * cancel answers after this wait, and the settling sweep records what that run had sent (ADR 0018).
+ */
+export const CANCEL_WAIT_MS = 10_000;
+const CANCEL_POLL_MS = 25;
+
+/**
+ * Cancels a job. The answer comes once the run holding it (on any replica) has stopped: no send of the job reaches
+ * the provider after it, and its counts are final, but for sends messaging still retries (`waiting`). An already final
+ * job is answered unchanged.
+ */
 export async function cancelJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {
   const row = await jobsRepository.cancel(ctx.db, organizationId, jobId);
   if (!row) throw new ApiError("NOT_FOUND", "Template send job not found");
-  return toJob(row);
+  if (row.status !== "cancelled" || !row.lease_owner) return toJob(row);
+  ctx.cancelledJobs.add(jobId);
+  for (const deadline = Date.now() + CANCEL_WAIT_MS; Date.now() < deadline && (await jobsRepository.held(ctx.db, jobId)); ) {
+    // A run in this process wakes us when one of its batches is recorded; one elsewhere is seen by polling.
+    await (ctx.batches.inFlight(jobId) ? ctx.batches.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
+  }
+  return toJob((await jobsRepository.byId(ctx.db, organizationId, jobId)) ?? row);
 }

@@ -15,6 +15,8 @@ const WAITING_RECHECK_MS = 5_000;
  * next run be claimed and ready before its slot.
  */
 const THROTTLE_HOLD_MS = 2_000;
+/** A lane waiting for its throttle slot looks this often whether the job was cancelled here or the process stops. */
+const SLOT_WAIT_STEP_MS = 50;
 const THROTTLE_LEAD_MS = 1_000;
 
 export const sendKey = (jobId: string, seq: number) => `job:${jobId}:${seq}`;
@@ -142,11 +144,10 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
   if (job.throttle_per_hour !== null) {
     const slot = await waitForSlot(ctx, job, rows[0], opts);
     if (slot !== "due") {
-      if (slot === "later") {
-        // Never sent: claimed rows go back to `pending`; rows a previous run left `sending` stay so (sent again first).
-        if (!given) await jobsRepository.unclaim(ctx.db, jobId, rows.map((r) => r.seq));
-        run.parked = true;
-      } else run.stopped = true;
+      // Never sent: claimed rows go back to `pending`; rows a previous run left `sending` stay so (sent again first).
+      if (!given) await jobsRepository.unclaim(ctx.db, jobId, rows.map((r) => r.seq));
+      if (slot === "later") run.parked = true;
+      else run.stopped = true;
       return false;
     }
   }
@@ -229,11 +230,16 @@ async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<numbe
 async function waitForSlot(ctx: TemplateJobsContext, job: JobRow, row: RecipientRow, opts: RunOptions): Promise<"due" | "later" | "stopped"> {
   const slotAt = await jobsRepository.reserveSlot(ctx.db, job.id, row.seq, 3_600_000 / job.throttle_per_hour!, THROTTLE_HOLD_MS);
   if (!slotAt) return "later";
-  for (;;) {
+  for (let renewedAt = Date.now(); ; ) {
     const wait = slotAt.getTime() - Date.now();
     if (wait <= 0) return "due";
-    await sleep(Math.min(wait, opts.leaseMs / 3));
-    if (opts.isStopping() || !(await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs))) return "stopped";
+    // A cancel through this process is seen within a step; one elsewhere at the next renewal (the lease's third).
+    await sleep(Math.min(wait, SLOT_WAIT_STEP_MS));
+    if (opts.isStopping() || ctx.cancelledJobs.has(job.id)) return "stopped";
+    if (Date.now() - renewedAt >= opts.leaseMs / 3) {
+      if (!(await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs))) return "stopped";
+      renewedAt = Date.now();
+    }
   }
 }
 
@@ -259,6 +265,30 @@ async function sendBatch(ctx: TemplateJobsContext, job: JobRow, template: Templa
 }
 
 const STATE_OF = { sent: "sent", failed: "failed", opted_out: "skipped", pending: "waiting" } as const;
+
+/** Recipients asked about per lookup (the request's limit). */
+const SETTLE_CHUNK = 1_000;
+
+/**
+ * Settles a cancelled job's recipients a dead run left `sending` (ADR 0018): messaging answers the outcome of each key
+ * it stored, and those are recorded as a batch answer would have been; keys it never stored were never sent and stay
+ * `sending`, uncounted. The caller holds the job's lease.
+ */
+export async function settleCancelled(ctx: TemplateJobsContext, job: JobRow): Promise<number> {
+  const seqs = await jobsRepository.sendingSeqs(ctx.db, job.id);
+  let settled = 0;
+  for (let i = 0; i < seqs.length; i += SETTLE_CHUNK) {
+    const rows = await jobsRepository.recipientsBySeq(ctx.db, job.id, seqs.slice(i, i + SETTLE_CHUNK));
+    const { results } = await ctx.bus.request(
+      MESSAGING_RPC.lookupTemplateSends,
+      { organizationId: job.organization_id, keys: rows.map((r) => sendKey(job.id, r.seq)) },
+      { timeoutMs: ctx.env.RPC_TIMEOUT_MS },
+    );
+    await record(ctx, job.id, rows, new Map(results.map((r) => [r.key, r])));
+    settled += results.length;
+  }
+  return settled;
+}
 
 /** The outcomes in one transaction; a send missing from the answer stays `sending` (sent again with its key). */
 async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRow[], results: Map<string, TemplateSendOutcome>): Promise<void> {

@@ -4,7 +4,10 @@ import { withRequestContext } from "@platform/logging";
 import { endSpan, extractTrace, SpanKind, startSpan } from "@platform/telemetry";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
-import { runJob } from "../use-cases/run-job";
+import { runJob, settleCancelled } from "../use-cases/run-job";
+
+/** A settling sweep messaging did not answer is tried again after this long. */
+const SETTLE_RETRY_MS = 5_000;
 
 /** A job this replica runs. */
 interface RunningJob {
@@ -47,6 +50,21 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
     if (victim) victim.yield = true;
   };
 
+  /** A cancelled job whose dead run left recipients `sending`: their outcomes from messaging, once its lease is over. */
+  const settleDue = async () => {
+    const job = await jobsRepository.claimSettling(ctx.db, owner, ctx.env.JOB_LEASE_MS);
+    if (!job) return;
+    try {
+      const settled = await settleCancelled(ctx, job);
+      if (settled > 0) ctx.log.info({ jobId: job.id, settled }, "recorded the sends a stopped run had left unrecorded");
+    } catch (err) {
+      ctx.log.warn({ jobId: job.id, err: (err as Error).message }, "settling a cancelled job failed; trying again shortly");
+      await jobsRepository.settleLater(ctx.db, job.id, SETTLE_RETRY_MS);
+    } finally {
+      await jobsRepository.release(ctx.db, job.id, owner, null);
+    }
+  };
+
   const loop = (async () => {
     while (!stopping) {
       let claimed = false;
@@ -79,6 +97,7 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
         await sliceJobs().catch((err) => ctx.log.warn({ err: (err as Error).message }, "time slice check failed"));
       }
       if (!claimed) {
+        await settleDue().catch((err) => ctx.log.warn({ err: (err as Error).message }, "settling a cancelled job failed"));
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, ctx.env.JOB_POLL_MS);
           wake = () => {

@@ -21,6 +21,8 @@ export class JobEntity {
   @Column({ name: "lease_owner", type: "text", nullable: true }) leaseOwner!: string | null;
   @Column({ name: "lease_until", type: "timestamptz", nullable: true }) leaseUntil!: Date | null;
   @Column({ name: "run_after", type: "timestamptz", nullable: true }) runAfter!: Date | null;
+  /** A cancelled job's recipients left `sending` by a dead run are settled from messaging's outcomes after this (ADR 0018). */
+  @Column({ name: "settle_after", type: "timestamptz", nullable: true }) settleAfter!: Date | null;
   @Column({ name: "started_at", type: "timestamptz", nullable: true }) startedAt!: Date | null;
   @Column({ name: "completed_at", type: "timestamptz", nullable: true }) completedAt!: Date | null;
   @Column({ name: "failure_reason", type: "text", nullable: true }) failureReason!: string | null;

@@ -19,6 +19,7 @@ export interface JobRow {
   lease_owner: string | null;
   lease_until: Date | null;
   run_after: Date | null;
+  settle_after: Date | null;
   started_at: Date | null;
   completed_at: Date | null;
   failure_reason: string | null;
@@ -115,15 +116,48 @@ export const jobsRepository = {
       : run<JobRow>(q, `SELECT * FROM ${SCHEMA}.jobs WHERE organization_id = $1 ORDER BY id DESC LIMIT $2`, [organizationId, limit]);
   },
 
-  /** Cancels an unfinished job; returns the job as it now is (unchanged when already final). */
+  /**
+   * Cancels an unfinished job; returns the job as it now is (unchanged when already final). The lease stays: the run
+   * holding it sees the status at its next round and lets go once its batches in flight are recorded (`release`).
+   * `settle_after`: when the sweep may settle recipients a dead run left `sending` (ADR 0018).
+   */
   async cancel(q: Queryable, organizationId: string, id: string): Promise<JobRow | null> {
     const rows = await run<JobRow>(
       q,
-      `UPDATE ${SCHEMA}.jobs SET status = 'cancelled', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_until = NULL
+      `UPDATE ${SCHEMA}.jobs SET status = 'cancelled', completed_at = now(), updated_at = now(),
+         settle_after = greatest(clock_timestamp(), lease_until)
        WHERE organization_id = $1 AND id = $2 AND status IN ('queued', 'running', 'paused') RETURNING *`,
       [organizationId, id],
     );
     return rows[0] ?? this.byId(q, organizationId, id);
+  },
+
+  /** Whether a run still holds the job (a live lease): its batches in flight are not recorded yet. */
+  async held(q: Queryable, id: string): Promise<boolean> {
+    const rows = await run(q, `SELECT 1 FROM ${SCHEMA}.jobs WHERE id = $1 AND lease_owner IS NOT NULL AND lease_until >= clock_timestamp()`, [id]);
+    return rows.length > 0;
+  },
+
+  /**
+   * Takes a cancelled job due for settling (`settle_after` passed, no live lease) for `owner`, and clears its
+   * `settle_after`: one sweep per cancel. Null when none is due.
+   */
+  async claimSettling(q: Queryable, owner: string, leaseMs: number): Promise<JobRow | null> {
+    const rows = await run<JobRow>(
+      q,
+      `UPDATE ${SCHEMA}.jobs j SET lease_owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond', settle_after = NULL
+       WHERE j.id = (SELECT id FROM ${SCHEMA}.jobs WHERE settle_after <= clock_timestamp()
+                       AND (lease_until IS NULL OR lease_until < clock_timestamp())
+                     ORDER BY settle_after LIMIT 1 FOR UPDATE SKIP LOCKED)
+       RETURNING j.*`,
+      [owner, leaseMs],
+    );
+    return rows[0] ?? null;
+  },
+
+  /** Asks for the settling sweep again after `ms` (messaging did not answer). */
+  async settleLater(q: Queryable, id: string, ms: number): Promise<void> {
+    await run(q, `UPDATE ${SCHEMA}.jobs SET settle_after = clock_timestamp() + $2 * interval '1 millisecond' WHERE id = $1`, [id, ms]);
   },
 
   /** The jobs of a template follow its status (in the status change's transaction). */
