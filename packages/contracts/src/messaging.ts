@@ -171,6 +171,8 @@ export const TemplateSendRequest = z.object({
   template: z.object({ name: z.string().min(1), language: z.string().min(1), headerFormat: TemplateHeaderFormat.nullable().default(null) }),
   headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).nullable().default(null),
   sends: z.array(TemplateSendItem).min(1).max(1_000),
+  /** A throttled job's interval (3,600,000 / throttlePerHour ms): its provider calls are at least this far apart. */
+  minIntervalMs: z.number().positive().max(3_600_000).optional(),
 });
 export type TemplateSendRequest = z.infer<typeof TemplateSendRequest>;
 

@@ -6,7 +6,7 @@ import type { ServiceDeps, ServiceEnv } from "@platform/service";
 import type { envShape } from "./env";
 import type { ContactResolver, OptOutChecker } from "./use-cases/contacts";
 import type { SendWrites } from "./use-cases/send-writes";
-import type { BulkPacer, ChannelPacer, SendSpacer } from "./use-cases/pacing";
+import type { BulkPacer, ChannelPacer, JobSpacer, SendSpacer } from "./use-cases/pacing";
 import type { SendLookups } from "./use-cases/send-lookups";
 
 export type MessagingEnv = ServiceEnv<typeof envShape>;
@@ -27,6 +27,8 @@ export interface MessagingContext {
   bulkPacer: BulkPacer;
   /** Provider calls of this process kept one top-rate interval apart per channel (late slots never burst). */
   spacer: SendSpacer;
+  /** Throttled template jobs' spacing on the clock of the provider calls (`throttlePerHour`). */
+  jobSpacer: JobSpacer;
   optOuts: OptOutChecker;
   /** Contacts of first sends to a phone, resolved together (resolve-many). */
   contactResolver: ContactResolver;

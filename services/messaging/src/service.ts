@@ -18,7 +18,7 @@ import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
 import { ContactResolver, OptOutChecker } from "./use-cases/contacts";
-import { BulkPacer, ChannelPacer, SendSpacer } from "./use-cases/pacing";
+import { BulkPacer, ChannelPacer, JobSpacer, SendSpacer } from "./use-cases/pacing";
 import { SendLookups } from "./use-cases/send-lookups";
 import { SendWrites } from "./use-cases/send-writes";
 import { MESSAGING_SUBJECTS } from "@platform/contracts";
@@ -45,7 +45,7 @@ export function contextOf(deps: MessagingDeps): MessagingContext {
     );
     ctx = {
       db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db),
-      bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db),
+      bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), jobSpacer: new JobSpacer(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db),
       accepted: new AcceptedSends(), sendStages: stages && ((stage, seconds) => stages.observe({ stage }, seconds)),
     };
     contexts.set(deps, ctx);

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { SendSpacer, SPACING_TOLERANCE_INTERVALS, windowLimit } from "../src/use-cases/pacing";
+import { jobSpacingMargin, JobSpacer, SendSpacer, SPACING_TOLERANCE_INTERVALS, windowLimit } from "../src/use-cases/pacing";
 
 /** The last step before a provider call: late slots never become a burst above the channel's top rate. */
 describe("unit: SendSpacer (provider calls of one process kept one top-rate interval apart)", () => {
@@ -116,5 +116,52 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
     expect(s.delay("ch", 20, 0)).to.equal(0);
     expect(s.delay("ch", 20, 5)).to.equal(15);
     expect(s.delay("ch", 20, 1_000)).to.equal(0);
+  });
+});
+
+/** A throttled template job's provider calls, `throttlePerHour` apart on the clock of the calls (ADR 0017 addendum). */
+describe("unit: JobSpacer (a throttled job's provider calls at least its interval apart, however late each send is)", () => {
+  /** A fake clock: sleeping advances it, each wake-up `late` ms after asked. */
+  function clock(late = 0) {
+    let t = 1_000;
+    return { now: () => t, sleep: async (ms: number) => void (t += ms + late), advance: (ms: number) => void (t += ms) };
+  }
+
+  it("holds each call until the interval and its margin after the previous call, serialized per job", async () => {
+    const c = clock(2);
+    const s = new JobSpacer(c.now, c.sleep);
+    const calls: number[] = [];
+    // Five sends of one job arrive together (slots that came late), each taking 30 ms of its own before its call.
+    await Promise.all(
+      Array.from({ length: 5 }, async () => {
+        const turn = await s.turn("job_a", 1_000);
+        c.advance(30);
+        calls.push(c.now());
+        turn.called();
+      }),
+    );
+    const gaps = calls.slice(1).map((t, i) => t - calls[i]);
+    for (const g of gaps) expect(g).to.be.at.least(1_000 + jobSpacingMargin(1_000));
+    // Another job is not held by the first.
+    const other = await s.turn("job_b", 1_000);
+    expect(other.waitedMs).to.equal(0);
+  });
+
+  it("a send that ended without a call (skipped) leaves the next one the previous call's spacing", async () => {
+    const c = clock();
+    const s = new JobSpacer(c.now, c.sleep);
+    const first = await s.turn("job", 100);
+    first.called();
+    const called = c.now();
+    const skipped = await s.turn("job", 100);
+    const spacing = 100 + jobSpacingMargin(100);
+    expect(c.now() - called).to.equal(spacing);
+    skipped.skip();
+    const next = await s.turn("job", 100);
+    // Spaced from the call made, not from the skipped turn: no further wait.
+    expect(next.waitedMs).to.equal(0);
+    expect(jobSpacingMargin(100)).to.equal(5);
+    expect(jobSpacingMargin(1_000)).to.equal(20);
+    expect(jobSpacingMargin(3_600_000)).to.equal(50);
   });
 });

@@ -137,7 +137,7 @@ function callProvider(ctx: MessagingContext, channel: ChannelRow, message: Messa
 export async function attemptSend(
   ctx: MessagingContext,
   message: MessageRow,
-  opts: { enqueueRetry: boolean; channel?: ChannelRow; paceWaitMs?: number; stages?: StageClock },
+  opts: { enqueueRetry: boolean; channel?: ChannelRow; paceWaitMs?: number; jobSpacingMs?: number; stages?: StageClock },
 ): Promise<AttemptOutcome> {
   const attempt = message.attempts;
   const channel = opts.channel ?? (await channelsRepository.findById(ctx.db, message.organization_id, message.channel_id));
@@ -172,6 +172,26 @@ export async function attemptSend(
   await ctx.spacer.turn(channel.id, channel.messages_per_second, !isTemplate(message));
   if (performance.now() - spacerFrom >= 1) waited = true;
   opts.stages?.mark("spacer");
+  // A throttled job's sends: `throttlePerHour` apart on the clock of the calls, one at a time (`JobSpacer`).
+  const jobTurn = opts.jobSpacingMs && message.template_job_id ? await ctx.jobSpacer.turn(message.template_job_id, opts.jobSpacingMs) : undefined;
+  if (jobTurn && jobTurn.waitedMs >= 1) waited = true;
+  try {
+    return await checkAndCall(ctx, message, channel, attempt, waited, opts, jobTurn);
+  } finally {
+    jobTurn?.skip();
+  }
+}
+
+/** The last steps of an attempt: the opt-out recheck of a send that waited, the lease, the provider call and its outcome. */
+async function checkAndCall(
+  ctx: MessagingContext,
+  message: MessageRow,
+  channel: ChannelRow,
+  attempt: number,
+  waited: boolean,
+  opts: { enqueueRetry: boolean; stages?: StageClock },
+  jobTurn: { called(): void } | undefined,
+): Promise<AttemptOutcome> {
 
   // Read-your-writes for opt-outs (contract section 2): once `set` has answered, nothing reaches the provider for that
   // number on that channel, also a send accepted before it and still waiting. A send that never waited was checked
@@ -194,6 +214,7 @@ export async function attemptSend(
     ctx.log.warn({ messageId: message.id, attempt }, "lease too short for the provider call; left to the retry worker");
     return recordTransient(ctx, message, attempt, LEASE_RAN_OUT, opts, 0);
   }
+  jobTurn?.called();
   const result = await callProvider(ctx, channel, message);
   opts.stages?.mark("provider");
 

@@ -128,7 +128,7 @@ export async function sendTemplates(ctx: MessagingContext, req: TemplateSendRequ
     const lost = fresh.filter((s) => !storedKeys.has(s.key)).map((s) => s.key);
     for (const m of await messagesRepository.findBySendKeys(ctx.db, organizationId, lost)) results.set(m.send_key!, outcomeOf(m.send_key!, m));
 
-    for (const r of await sendPaced(ctx, channel, stored)) results.set(r.key, r);
+    for (const r of await sendPaced(ctx, channel, stored, req.minIntervalMs)) results.set(r.key, r);
   }
 
   return {
@@ -158,13 +158,15 @@ async function storeRound(ctx: MessagingContext, round: TemplateInput[]): Promis
 /**
  * Takes bulk pacing slots for the stored messages, in order (`BulkPacer`:
  * one reservation loop per channel for every batch in flight, slots at most
- * BULK_HORIZON_MS ahead), and sends each at its slot; what has no slot within
- * the batch's budget is handed to the background worker and answered `pending`.
+ * BULK_HORIZON_MS ahead), and sends each at its slot (a throttled job's sends
+ * also `jobSpacingMs` apart: `JobSpacer`); what has no slot within the batch's
+ * budget is handed to the background worker and answered `pending`.
  */
 async function sendPaced(
   ctx: MessagingContext,
   channel: ChannelRow,
   stored: Array<{ key: string; message: MessageRow }>,
+  jobSpacingMs?: number,
 ): Promise<TemplateSendOutcome[]> {
   if (stored.length === 0) return [];
   const sends: Array<Promise<TemplateSendOutcome>> = [];
@@ -176,7 +178,7 @@ async function sendPaced(
       const { key, message } = stored[next++];
       sends.push(
         // Held, not slept: a single send of this process may take this slot and leave us its later one (yieldTo).
-        ctx.bulkPacer.hold(channel.id, paceWaitMs).then(() => attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: 0 })).then(
+        ctx.bulkPacer.hold(channel.id, paceWaitMs).then(() => attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: 0, jobSpacingMs })).then(
           (outcome) => outcomeOfAttempt(key, message, outcome),
           (err: Error) => {
             // Stored and leased: the stalled-send sweep hands it to the worker once the lease ends.

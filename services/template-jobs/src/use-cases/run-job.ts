@@ -258,6 +258,8 @@ async function sendBatch(ctx: TemplateJobsContext, job: JobRow, template: Templa
         bodyParameters: r.body_parameters,
         buttonParameters: r.button_parameters,
       })),
+      // Slots are spaced on the job's timeline here; messaging keeps its provider calls that far apart too.
+      ...(job.throttle_per_hour !== null ? { minIntervalMs: 3_600_000 / job.throttle_per_hour } : {}),
     },
     { timeoutMs: ctx.env.SEND_BATCH_TIMEOUT_MS },
   );
