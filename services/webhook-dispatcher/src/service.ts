@@ -3,6 +3,7 @@ import { consumeEvents } from "./bus/consumers/events.consumer";
 import { DeliveryAttemptEntity, DeliveryJobEntity, StoredEventEntity, WebhookEntity } from "./db/entities";
 import { CreateWebhooks1763766000000 } from "./db/migrations/1763766000000-CreateWebhooks";
 import { DeliveryRowsWithoutForeignKeys1764050000000 } from "./db/migrations/1764050000000-DeliveryRowsWithoutForeignKeys";
+import { DispatcherLiveness1764500000000 } from "./db/migrations/1764500000000-DispatcherLiveness";
 import { DeliveryRepository } from "./db/repositories/delivery.repository";
 import { WebhookRepository } from "./db/repositories/webhook.repository";
 import { envShape } from "./env";
@@ -46,7 +47,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "webhooks",
   env: envShape,
   entities: [WebhookEntity, StoredEventEntity, DeliveryJobEntity, DeliveryAttemptEntity],
-  migrations: [CreateWebhooks1763766000000, DeliveryRowsWithoutForeignKeys1764050000000],
+  migrations: [CreateWebhooks1763766000000, DeliveryRowsWithoutForeignKeys1764050000000, DispatcherLiveness1764500000000],
   // This service publishes no events: no outbox, no relay.
   outbox: false,
   routes: (deps) =>

@@ -191,6 +191,11 @@ describe("unit: the retry schedule", () => {
         return [];
       },
       async release() {},
+      async beat() {},
+      async freeDeadLeases() {
+        return 0;
+      },
+      async leave() {},
     } as unknown as DeliveryRepository;
     const sender = {
       async send() {

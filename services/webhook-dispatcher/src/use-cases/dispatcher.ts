@@ -23,6 +23,13 @@ import { deliveryHeaders } from "./payload";
 export const MAX_RETRIES = WEBHOOK_MAX_RETRIES;
 /** How long the recording of finished attempts waits for the ones finishing right after (one statement for all). */
 const COMPLETION_LINGER_MS = 5;
+/**
+ * A process beats this often in `dispatchers`, alive for ALIVE_FOR_MS after each beat; a process whose beat stopped
+ * that long ago has died (or lost Postgres): its leased jobs are due again at once, instead of after their lease of
+ * 4 × WEBHOOK_TIMEOUT_MS + 60 s (ADR 0019). Each beat also frees the leases of the dead.
+ */
+export const BEAT_EVERY_MS = 3_000;
+export const ALIVE_FOR_MS = 15_000;
 
 export interface DispatcherOptions {
   repo: DeliveryRepository;
@@ -36,6 +43,9 @@ export interface DispatcherOptions {
   /** Bounds the jobs this process holds at once (running and prefetched) to twice this. */
   global?: number;
   pollMs?: number;
+  /** The beat's period and how long each beat keeps this process alive (defaults BEAT_EVERY_MS, ALIVE_FOR_MS; tests shorten them). */
+  beatEveryMs?: number;
+  aliveForMs?: number;
   onDeactivated?: (webhookIds: string[]) => void;
   /** Called once per finished attempt (metrics): delivered, or failed and retried later, or failed for good. */
   onAttempt?: (outcome: "delivered" | "retry" | "failed", durationMs: number) => void;
@@ -80,6 +90,7 @@ export class Dispatcher {
   private flushing?: Promise<void>;
   private readonly perWebhook: number;
   private readonly global: number;
+  private beatTimer?: NodeJS.Timeout;
 
   constructor(private readonly opts: DispatcherOptions) {
     this.perWebhook = opts.perWebhook ?? 32;
@@ -93,6 +104,25 @@ export class Dispatcher {
 
   start(): void {
     this.loop = this.run();
+    void this.beat();
+  }
+
+  /** This process's beat, and the leases of processes whose beat stopped freed for the claim. */
+  private async beat(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      await this.opts.repo.beat(this.opts.aliveForMs ?? ALIVE_FOR_MS);
+      const freed = await this.opts.repo.freeDeadLeases();
+      if (freed > 0) {
+        this.opts.log.warn({ freed }, "delivery jobs of a dispatcher process that stopped beating are due again");
+        this.wake();
+      }
+    } catch (err) {
+      this.opts.log.warn({ err: (err as Error).message }, "dispatcher beat failed");
+    }
+    if (this.stopped) return;
+    this.beatTimer = setTimeout(() => void this.beat(), this.opts.beatEveryMs ?? BEAT_EVERY_MS);
+    this.beatTimer.unref();
   }
 
   /** New jobs may be due: claim now. */
@@ -326,6 +356,7 @@ export class Dispatcher {
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake();
+    clearTimeout(this.beatTimer);
     for (const t of this.timers) clearTimeout(t);
     await this.loop;
     const queued = [...this.lanes.values()].flatMap((l) => l.queue.splice(0));
@@ -334,5 +365,6 @@ export class Dispatcher {
     await Promise.allSettled(cut.map((r) => r.promise));
     while (this.flushing) await this.flushing;
     await this.opts.repo.release([...this.cutShort, ...queued.map((j) => j.jobId)]).catch(() => undefined);
+    await this.opts.repo.leave().catch(() => undefined);
   }
 }

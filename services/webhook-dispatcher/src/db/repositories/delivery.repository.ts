@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { queryBulk, queryPrepared, type SqlRunner } from "@platform/db";
 import type { DataSource } from "typeorm";
 import { WEBHOOK_DEACTIVATE_AFTER_FAILURES } from "@platform/contracts";
@@ -92,7 +93,50 @@ function attemptColumns(records: AttemptRecord[]): unknown[] {
 }
 
 export class DeliveryRepository {
+  /**
+   * The process these leases belong to (one repository per process): jobs it ingests leased or claims name it, and
+   * its beat in `dispatchers` keeps them (ADR 0019).
+   */
+  readonly owner = `dispatcher_${randomBytes(9).toString("hex")}`;
+
   constructor(private readonly db: DataSource) {}
+
+  /** This process is alive for `ttlMs` more. */
+  async beat(ttlMs: number): Promise<void> {
+    await queryPrepared(
+      this.db,
+      "webhooks.beat",
+      `INSERT INTO webhooks.dispatchers (owner, alive_until) VALUES ($1, clock_timestamp() + $2::int * interval '1 millisecond')
+       ON CONFLICT (owner) DO UPDATE SET alive_until = EXCLUDED.alive_until`,
+      [this.owner, ttlMs],
+    );
+  }
+
+  /**
+   * The leases of processes whose beat stopped (their `alive_until` passed): their jobs are due now, for any live
+   * process to claim. One statement; the jobs table is only read when such a process exists. Returns the jobs freed.
+   */
+  async freeDeadLeases(): Promise<number> {
+    const rows = await queryPrepared<{ freed: string }>(
+      this.db,
+      "webhooks.free-dead-leases",
+      `WITH dead AS (
+         DELETE FROM webhooks.dispatchers WHERE alive_until < clock_timestamp() AND owner <> $1 RETURNING owner
+       ), freed AS (
+         UPDATE webhooks.delivery_jobs j SET due_at = now(), lease_owner = NULL
+         WHERE EXISTS (SELECT 1 FROM dead) AND j.lease_owner IN (SELECT owner FROM dead) AND j.due_at > now()
+         RETURNING 1
+       )
+       SELECT count(*)::text AS freed FROM freed`,
+      [this.owner],
+    );
+    return Number(rows[0]?.freed ?? 0);
+  }
+
+  /** This process stopped: its row goes (its leases were released or finished). */
+  async leave(): Promise<void> {
+    await this.db.query(`DELETE FROM webhooks.dispatchers WHERE owner = $1`, [this.owner]);
+  }
 
   /**
    * Stores a batch of events and one job per (event, active webhook of its
@@ -134,9 +178,10 @@ export class DeliveryRepository {
                 row_number() OVER (PARTITION BY t.webhook_id ORDER BY t.ord) + COALESCE(b.n, 0) AS slot
          FROM targets t JOIN stored s ON s.id = t.event_id LEFT JOIN busy b ON b.webhook_id = t.webhook_id
        ), inserted AS (
-         INSERT INTO webhooks.delivery_jobs (event_id, webhook_id, organization_id, attempt, due_at)
+         INSERT INTO webhooks.delivery_jobs (event_id, webhook_id, organization_id, attempt, due_at, lease_owner)
          SELECT event_id, webhook_id, organization_id, 1,
-                CASE WHEN slot <= $7 THEN now() + ($8::int * interval '1 millisecond') ELSE now() END
+                CASE WHEN slot <= $7 THEN now() + ($8::int * interval '1 millisecond') ELSE now() END,
+                CASE WHEN slot <= $7 THEN $10 END
          FROM fresh
          ON CONFLICT (event_id, webhook_id) DO NOTHING
          RETURNING id, event_id, webhook_id, organization_id, attempt, due_at > now() AS leased
@@ -154,6 +199,7 @@ export class DeliveryRepository {
         lease.capacity,
         lease.leaseMs,
         events.map((e) => e.occurredAt),
+        this.owner,
       ],
     );
   }
@@ -197,7 +243,7 @@ export class DeliveryRepository {
          SELECT id FROM ranked WHERE slot <= $5 ORDER BY due_at, id LIMIT $6
        )
        UPDATE webhooks.delivery_jobs j
-       SET due_at = now() + ($7::int * interval '1 millisecond')
+       SET due_at = now() + ($7::int * interval '1 millisecond'), lease_owner = $8
        FROM webhooks.webhooks w, webhooks.events e
        WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND w.id = j.webhook_id AND e.id = j.event_id AND w.active
          -- Re-checked on the row version that wins a race with another replica: a job
@@ -205,7 +251,7 @@ export class DeliveryRepository {
          AND j.due_at <= now()
        RETURNING j.id::text AS "jobId", j.event_id AS "eventId", j.webhook_id AS "webhookId",
                  j.organization_id AS "organizationId", j.attempt, w.url, w.secret, e.event, e.body`,
-      [busyIds, busyCounts, saturated, Math.min(Math.max(args.limit * 2, 100), 500), args.perWebhook, args.limit, args.leaseMs],
+      [busyIds, busyCounts, saturated, Math.min(Math.max(args.limit * 2, 100), 500), args.perWebhook, args.limit, args.leaseMs, this.owner],
     );
     return rows;
   }
@@ -260,7 +306,7 @@ export class DeliveryRepository {
          RETURNING w.id, w.active
        ), retried AS (
          UPDATE webhooks.delivery_jobs j
-         SET attempt = j.attempt + 1, due_at = now() + (r.delay_ms * interval '1 millisecond')
+         SET attempt = j.attempt + 1, due_at = now() + (r.delay_ms * interval '1 millisecond'), lease_owner = NULL
          FROM unnest($13::bigint[], $14::int[]) AS r(id, delay_ms)
          WHERE j.id = r.id AND NOT EXISTS (SELECT 1 FROM updated x WHERE x.id = j.webhook_id AND NOT x.active)
        ), dropped AS (
@@ -305,7 +351,7 @@ export class DeliveryRepository {
   /** Jobs whose attempt was cut short by a shutdown: due again at once, not counted as failures. */
   async release(jobIds: string[]): Promise<void> {
     if (jobIds.length === 0) return;
-    await this.db.query(`UPDATE webhooks.delivery_jobs SET due_at = now() WHERE id = ANY($1::bigint[])`, [jobIds]);
+    await this.db.query(`UPDATE webhooks.delivery_jobs SET due_at = now(), lease_owner = NULL WHERE id = ANY($1::bigint[])`, [jobIds]);
   }
 
   /** Newest first; the cursor is the last id of the previous page. */
