@@ -82,9 +82,15 @@ export function createApiFront(deps: {
   };
 
   return (req, res) => {
-    const url = req.url ?? "/";
+    let url = req.url ?? "/";
     const q = url.indexOf("?");
-    const path = q < 0 ? url : url.slice(0, q);
+    let path = q < 0 ? url : url.slice(0, q);
+    // Repeated slashes are one, here and for the service: express routers match `/templates//send` as
+    // `/templates/send`, so the plan rule and the routing must read the same path the service will.
+    if (path.includes("//")) {
+      path = path.replace(/\/{2,}/g, "/");
+      req.url = url = path + (q < 0 ? "" : url.slice(q));
+    }
     const route = { label: "unmatched" };
     metrics.track(req.method ?? "GET", res, () => route.label);
     const requestId = requestIdFor(req.headers[INTERNAL_HEADERS.requestId]);

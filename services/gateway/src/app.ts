@@ -11,6 +11,7 @@ import { checkOrigin, consoleSession, writesNeed } from "./auth/console";
 import { adminAuth } from "./auth/middleware";
 import { AuthCache } from "./auth/key-cache";
 import type { GatewayEnv } from "./env";
+import { planCovers } from "./plans";
 import { proxyTo } from "./proxy";
 import { RateLimiter } from "./rate-limit/limiter";
 import { instrumentRateLimitSync } from "./rate-limit/metrics";
@@ -197,7 +198,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   app.use("/console/api", writesNeed("owner", "admin"));
   for (const route of CONSOLE_PROXIED) {
     const proxy = proxies.get(route.service)!;
-    app.use(`/console/api${route.prefix}`, (req, res, next) => {
+    app.use(`/console/api${route.prefix}`, async (req, res, next) => {
       // Express stripped the mount path; the proxy forwards `originalUrl`, rebuilt for the session's organization.
       const rest = req.url === "/" ? "" : req.url.startsWith("/?") ? req.url.slice(1) : req.url;
       // The path's organization is the session's alone: no dot segment or encoded separator may climb out of it.
@@ -205,6 +206,13 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const orgId = res.locals.organizationId as string;
       const isList = req.method === "GET" && (rest === "" || rest.startsWith("?"));
       req.originalUrl = (isList && route.list ? route.list(orgId) : route.upstream(orgId)) + rest;
+      // The organization's plan covers the console's actions as it covers the API's: a starter organization creates
+      // no template job here either, an inactive one only reads (contract section 2, Plans).
+      const org = await cache.organization(orgId);
+      if (!org) throw ApiError.notFound("Organization");
+      if (!planCovers(org.plan, req.method, req.originalUrl.split("?")[0].replace(/\/{2,}/g, "/"))) {
+        throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
+      }
       proxy(req, res, next);
     });
   }

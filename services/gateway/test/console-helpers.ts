@@ -42,8 +42,8 @@ export async function signIn(h: GatewayHarness, email: string, password = PASSWO
 }
 
 /** An organization with a user of each role, all signed in. */
-export async function organizationWithUsers(h: GatewayHarness) {
-  const org = await h.organization();
+export async function organizationWithUsers(h: GatewayHarness, settings: { plan?: string } = {}) {
+  const org = await h.organization(settings);
   const signed: Record<"owner" | "admin" | "member", Signed> = {} as never;
   for (const role of ["owner", "admin", "member"] as const) {
     const email = uniqueEmail(role);

@@ -82,6 +82,31 @@ describe("gateway: console API routes and roles", () => {
     }
   });
 
+  it("applies the organization's plan to the console's actions as to the API's (402 PAYMENT_REQUIRED, nothing forwarded)", async () => {
+    const starter = await organizationWithUsers(h, { plan: "starter" });
+    const inactive = await organizationWithUsers(h, { plan: "inactive" });
+    const refused = async (o: typeof starter, method: "post" | "patch", path: string) => {
+      const res = await consoleClient(h, o.owner)[method](path).send({ some: "body" });
+      expect([res.status, res.body.error?.code], `${o.id} ${method} ${path}`).to.deep.equal([402, "PAYMENT_REQUIRED"]);
+      expect(res.body).to.not.have.property("url"); // the echo service never saw it
+    };
+    // starter: everything but creating a template job.
+    await refused(starter, "post", "/console/api/template-jobs");
+    await refused(starter, "post", "/console/api/template-jobs/");
+    await refused(starter, "post", "/console/api/template-jobs//");
+    for (const path of ["/console/api/opt-outs/actions", "/console/api/template-jobs/job_1/cancel", "/console/api/channels"]) {
+      expect((await consoleClient(h, starter.owner).post(path).send({})).status, path).to.equal(200);
+    }
+    // inactive: reads only, every write refused (sends, opt-outs, settings of the services).
+    for (const path of ["/console/api/template-jobs", "/console/api/template-jobs/job_1/cancel", "/console/api/opt-outs/actions", "/console/api/opt-outs", "/console/api/channels", "/console/api/webhooks"]) {
+      await refused(inactive, "post", path);
+    }
+    await refused(inactive, "patch", "/console/api/channels/ch_1");
+    for (const path of ["/console/api/contacts", "/console/api/template-jobs", "/console/api/channels", "/console/api/analytics?start=a&end=b"]) {
+      expect((await consoleClient(h, inactive.member).get(path)).status, path).to.equal(200);
+    }
+  });
+
   it("manages API keys: created with the value shown once, listed with prefix, creation and last use, revoked", async () => {
     const o = await organizationWithUsers(h);
     const created = await consoleClient(h, o.admin).post("/console/api/api-keys").send({ name: "console" }).expect(201);

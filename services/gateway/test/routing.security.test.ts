@@ -91,12 +91,19 @@ describe("gateway: routing, plans and provider webhooks", () => {
 
   it("refuses a starter organization's template send whatever the letter case or trailing slash", async () => {
     const starter = await h.organization({ plan: "starter" });
-    for (const path of ["/api/v1/templates/send", "/api/v1/Templates/Send", "/api/v1/templates/send/", "/API/V1/TEMPLATES/SEND/"]) {
+    const paths = ["/api/v1/templates/send", "/api/v1/Templates/Send", "/api/v1/templates/send/", "/API/V1/TEMPLATES/SEND/"];
+    // Repeated slashes, which the service's router reads as one.
+    paths.push("/api/v1/templates//send", "/api/v1/templates///send", "/api/v1/templates/send//", "/api/v1//templates/send", "/api/v1/templates//send?x=1");
+    for (const path of paths) {
       const res = await request(h.url).post(path).set("Authorization", `Bearer ${starter.key}`).send({});
       expect([res.status, res.body.error?.code], path).to.deep.equal([402, "PAYMENT_REQUIRED"]);
     }
     // Everything else under /templates stays covered, in any case.
     await request(h.url).get("/api/v1/Templates/Send/job_1").set("Authorization", `Bearer ${starter.key}`).expect(200);
+    // The service gets the path the rule read.
+    const growth = await h.organization();
+    const res = await request(h.url).post("/api/v1/templates//send?x=1").set("Authorization", `Bearer ${growth.key}`).send({}).expect(200);
+    expect(res.body.url).to.equal("/api/v1/templates/send?x=1");
   });
 
   it("answers the provider's subscription handshake", async () => {
