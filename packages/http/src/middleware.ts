@@ -83,7 +83,10 @@ export function refuseNulInUrl(): RequestHandler {
 /** JSON body parsing; the error middleware maps its failures to INVALID_JSON / PAYLOAD_TOO_LARGE. */
 export function jsonBody(limit: string | number = "1mb"): RequestHandler {
   const parse = express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });
-  return (req, res, next) =>
+  return (req, res, next) => {
+    // Labels of UTF-8 (or of its ASCII subset) that the parser does not know by these names: read as `utf-8`.
+    const type = req.headers["content-type"];
+    if (type && UTF8_LABEL.test(type)) req.headers["content-type"] = type.replace(UTF8_LABEL, "charset=utf-8");
     parse(req, res, (err?: unknown) => {
       if (err) return next(err);
       try {
@@ -93,7 +96,11 @@ export function jsonBody(limit: string | number = "1mb"): RequestHandler {
       }
       next();
     });
+  };
 }
+
+/** `charset=utf8`, `us-ascii` or `ascii` (quoted or not, any case): the same bytes as UTF-8 for a JSON body. */
+const UTF8_LABEL = /charset\s*=\s*"?(?:utf8|us-ascii|ascii)"?(?=\s*(?:;|$))/i;
 
 /** The internal token check, in constant time. */
 export function isInternalToken(given: string, token: string): boolean {

@@ -130,4 +130,11 @@ describe("isDependencyDown", () => {
     const res = await request(handler()).post("/api/v1/things").set(internal).set("Content-Type", "application/json; charset=latin1").send("{}");
     expect([res.status, res.body.error.code]).to.deep.equal([400, "INVALID_JSON"]);
   });
+
+  it("reads a body labelled with another name of UTF-8 or of ASCII as UTF-8", async () => {
+    for (const charset of ["utf8", "UTF8", '"utf8"', "us-ascii", "US-ASCII", "ascii"]) {
+      const res = await request(handler()).post("/api/v1/things").set(internal).set("Content-Type", `application/json; charset=${charset}`).send('{"name":"é"}');
+      expect([res.status, res.body.name], charset).to.deep.equal([201, "é"]);
+    }
+  });
 });
