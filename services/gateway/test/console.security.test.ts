@@ -46,6 +46,15 @@ describe("gateway: console users, sessions and CSRF", () => {
       const keys = await h.admin().get(`/admin/v1/organizations/${org.id}/api-keys?limit=1`).expect(200);
       const foreign = await h.admin().get(`/admin/v1/organizations/${org.id}/users?cursor=${encodeURIComponent(keys.body.nextCursor)}`).expect(400);
       expect(foreign.body.error.code).to.equal("INVALID_CURSOR");
+      // Nor another organization's: a cursor pages the list of the organization it was issued for.
+      const other = await h.organization();
+      for (const path of ["users", "api-keys"]) {
+        const mine = path === "users" ? first : keys;
+        const res = await h.admin().get(`/admin/v1/organizations/${other.id}/${path}?cursor=${encodeURIComponent(mine.body.nextCursor)}`).expect(400);
+        expect(res.body.error.code, path).to.equal("INVALID_CURSOR");
+      }
+      const keysNext = await h.admin().get(`/admin/v1/organizations/${org.id}/api-keys?limit=1&cursor=${encodeURIComponent(keys.body.nextCursor)}`).expect(200);
+      expect(keysNext.body.items).to.have.length(1);
     });
 
     it("refuses a short password, a taken email, an unknown organization and a missing admin token", async () => {

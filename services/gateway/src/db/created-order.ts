@@ -1,5 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder } from "typeorm";
-import type { CreatedPosition, CursorCodec } from "@platform/http";
+import { isCreatedPosition, type CreatedPosition, type CursorCodec } from "@platform/http";
 
 /**
  * The gateway's lists (organizations, API keys, users) page as /api/v1 does (contract section 3): creation order,
@@ -11,15 +11,27 @@ export function readInCreationOrder<E extends ObjectLiteral>(qb: SelectQueryBuil
   return qb.getMany();
 }
 
-/** `{items, nextCursor?}` from what `readInCreationOrder` read. */
+/** A position in one organization's list: its cursor pages that organization's list only. */
+export type OrganizationPosition = CreatedPosition & { o: string };
+
+/** The cursor's position when it was issued for `organizationId`'s list; anything else is `INVALID_CURSOR` (`CursorCodec.decode`). */
+export const positionIn =
+  (organizationId: string) =>
+  (p: unknown): p is OrganizationPosition =>
+    isCreatedPosition(p) && (p as OrganizationPosition).o === organizationId;
+
+/** `{items, nextCursor?}` from what `readInCreationOrder` read; the cursor bound to `organizationId` when given. */
 export function pageInCreationOrder<E extends { id: string; createdAt: Date }, T>(
   rows: E[],
   limit: number,
   cursors: CursorCodec<CreatedPosition>,
   toItem: (row: E) => T,
+  organizationId?: string,
 ): { items: T[]; nextCursor?: string } {
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   const items = page.map(toItem);
-  return rows.length > limit && last ? { items, nextCursor: cursors.encode({ createdAt: last.createdAt.toISOString(), id: last.id }) } : { items };
+  if (!(rows.length > limit && last)) return { items };
+  const position: CreatedPosition | OrganizationPosition = { createdAt: last.createdAt.toISOString(), id: last.id, ...(organizationId === undefined ? {} : { o: organizationId }) };
+  return { items, nextCursor: cursors.encode(position) };
 }

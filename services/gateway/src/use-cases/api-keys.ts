@@ -8,7 +8,7 @@ import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "
 import { newId } from "@platform/id";
 import { generateApiKey, hashApiKey, keyPrefixOf } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
-import { readInCreationOrder, pageInCreationOrder } from "../db/created-order";
+import { pageInCreationOrder, positionIn, readInCreationOrder } from "../db/created-order";
 import { ApiKeyEntity } from "../db/entities/api-key.entity";
 
 export class ApiKeys {
@@ -44,7 +44,7 @@ export class ApiKeys {
   /** One page of the organization's keys in creation order (contract section 3: the /api/v1 cursor pagination). */
   async list(organizationId: string, q: PageQuery): Promise<{ items: Array<z.infer<typeof ApiKeySummary>>; nextCursor?: string }> {
     // Decoded first: a cursor this service did not issue is 400 before any work.
-    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isCreatedPosition) : undefined;
+    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, positionIn(organizationId)) : undefined;
     await this.cache.flushUsage();
     const rows = await readInCreationOrder(this.db.getRepository(ApiKeyEntity).createQueryBuilder("k").where("k.organization_id = :organizationId", { organizationId }), "k", q.limit, after);
     return pageInCreationOrder(rows, q.limit, this.cursors, (k) => ({
@@ -54,7 +54,7 @@ export class ApiKeys {
       createdAt: iso(k.createdAt)!,
       lastUsedAt: iso(k.lastUsedAt),
       revokedAt: iso(k.revokedAt),
-    }));
+    }), organizationId);
   }
 
   /** Refused everywhere within a second: evicted here at once and broadcast to every replica. */

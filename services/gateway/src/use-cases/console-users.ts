@@ -7,7 +7,7 @@ import { iso } from "@platform/db";
 import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "@platform/http";
 import { newId } from "@platform/id";
 import { hashPassword } from "../auth/passwords";
-import { readInCreationOrder, pageInCreationOrder } from "../db/created-order";
+import { pageInCreationOrder, positionIn, readInCreationOrder } from "../db/created-order";
 import { InvitationEntity } from "../db/entities/invitation.entity";
 import { UserEntity } from "../db/entities/user.entity";
 
@@ -54,9 +54,9 @@ export class ConsoleUsers {
   /** One page of the organization's users in creation order, for the admin API (contract section 3: the /api/v1 cursor pagination). */
   async listPage(organizationId: string, q: PageQuery): Promise<{ items: ConsoleUser[]; nextCursor?: string }> {
     // Decoded first: a cursor this service did not issue is 400 before any work.
-    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, isCreatedPosition) : undefined;
+    const after = q.cursor !== undefined ? this.cursors.decode(q.cursor, positionIn(organizationId)) : undefined;
     const rows = await readInCreationOrder(this.db.getRepository(UserEntity).createQueryBuilder("u").where("u.organization_id = :organizationId", { organizationId }), "u", q.limit, after);
-    return pageInCreationOrder(rows, q.limit, this.cursors, (u) => this.toDto(u));
+    return pageInCreationOrder(rows, q.limit, this.cursors, (u) => this.toDto(u), organizationId);
   }
 
   async remove(organizationId: string, userId: string, by: string): Promise<void> {
