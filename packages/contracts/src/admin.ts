@@ -107,12 +107,23 @@ export type OptOutEntry = z.infer<typeof OptOutEntry>;
 export const OptOutLookup = z.object({ phone: z.string(), items: z.array(OptOutEntry) });
 export type OptOutLookup = z.infer<typeof OptOutLookup>;
 
+/**
+ * A webhook's URL as it will be called: surrounding whitespace trimmed; spaces or control characters inside refused
+ * (a URL parser drops tabs and newlines silently, so the stored URL would not be the one called).
+ */
+const WebhookUrl = z
+  .string()
+  .trim()
+  .min(1)
+  .max(2048)
+  .regex(/^[^\s\u0000-\u001f\u007f]+$/, { message: "must not contain spaces or control characters" });
+
 export const CreateWebhookRequest = z.object({
-  url: z.string().min(1).max(2048),
+  url: WebhookUrl,
   events: z.array(SubscribableEventType).min(1),
 });
 export const UpdateWebhookRequest = z
-  .object({ url: z.string().min(1).max(2048), events: z.array(SubscribableEventType).min(1), active: z.boolean() })
+  .object({ url: WebhookUrl, events: z.array(SubscribableEventType).min(1), active: z.boolean() })
   .partial();
 export const Webhook = z.object({
   id: z.string(),

@@ -31,8 +31,16 @@ describe("admin API: webhooks (errors)", () => {
     validation(await stack.admin(org).post("", { url: receiver.url, events: ["message.sent", "nope"] }), "events.1");
     validation(await stack.admin(org).post("", { url: receiver.url }), "events");
     validation(await stack.admin(org).post("", { url: "https://user:pw@example.com/", events: ["message.sent"] }), "url");
+    // Spaces or control characters inside: refused (a parser would drop a tab or a newline, calling another URL).
+    validation(await stack.admin(org).post("", { url: `${receiver.url}/a\tb`, events: ["message.sent"] }), "url");
+    validation(await stack.admin(org).post("", { url: `${receiver.url}/a b`, events: ["message.sent"] }), "url");
+    // Around it: trimmed, stored as called.
+    const trimmed = (await stack.admin(org).post("", { url: ` \t${receiver.url}/t \n`, events: ["message.read"] }).expect(201)).body;
+    expect(trimmed.url).to.equal(`${receiver.url}/t`);
+    await stack.admin(org).del(`/${trimmed.id}`).expect(204);
     const created = (await stack.admin(org).post("", { url: receiver.url, events: ["message.sent"] }).expect(201)).body;
     validation(await stack.admin(org).patch(`/${created.id}`, { url: "nope" }), "url");
+    validation(await stack.admin(org).patch(`/${created.id}`, { url: `${receiver.url}\n/x` }), "url");
     validation(await stack.admin(org).patch(`/${created.id}`, { events: [] }), "events");
     validation(await stack.admin(org).patch(`/${created.id}`, { active: "yes" }), "active");
     validation(await stack.admin(org).get("?limit=0"), "query.limit");
