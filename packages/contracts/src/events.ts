@@ -39,9 +39,20 @@ export const MessageReceivedData = z.object({
   type: z.string(),
   text: z.string().optional(),
   button: z.object({ text: z.string(), payload: z.string() }).optional(),
+  /** `image`, `video`, `audio`, `document` and `sticker` messages: the provider's media id (to fetch the file from the provider), its type and caption. */
+  media: z.object({ id: z.string(), mimeType: z.string().optional(), sha256: z.string().optional(), caption: z.string().optional(), fileName: z.string().optional() }).optional(),
+  /** `location` messages. */
+  location: z.object({ latitude: z.number(), longitude: z.number(), name: z.string().optional(), address: z.string().optional() }).optional(),
+  /** An interactive message's list reply: the chosen row. */
+  listReply: z.object({ id: z.string(), title: z.string(), description: z.string().optional() }).optional(),
+  /** `reaction` messages: the provider id of the message reacted to, and the emoji (empty when a reaction is removed). */
+  reaction: z.object({ providerMessageId: z.string(), emoji: z.string() }).optional(),
   providerMessageId: z.string(),
   receivedAt: z.string(),
 });
+export type MessageReceivedData = z.infer<typeof MessageReceivedData>;
+/** What `message.received` carries beyond the text and the button reply (read from the provider's message). */
+export type InboundExtras = Pick<MessageReceivedData, "media" | "location" | "listReply" | "reaction">;
 
 export const MessageStatusData = z.object({
   ...base,

@@ -73,6 +73,41 @@ describe("provider inbound messages", () => {
     expect(send.status).to.equal(200);
   });
 
+  it("carries what a media, location, list-reply or reaction message says in message.received; an unreadable part is left out, the message still received", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const ts = String(Math.floor(Date.now() / 1000));
+    const id = (k: string) => `wamid.extras.${k}.${Date.now()}`;
+    const ids = { image: id("image"), doc: id("doc"), location: id("location"), list: id("list"), reaction: id("reaction"), bad: id("bad") };
+    const from = phone.slice(1);
+    const body = messagesBatch(channel.providerPhoneNumberId, {
+      messages: [
+        { from, id: ids.image, timestamp: ts, type: "image", image: { id: "media-1", mime_type: "image/jpeg", sha256: "abc", caption: "STOP" } },
+        { from, id: ids.doc, timestamp: ts, type: "document", document: { id: "media-2", mime_type: "application/pdf", filename: "a.pdf" } },
+        { from, id: ids.location, timestamp: ts, type: "location", location: { latitude: 52.52, longitude: "13.405", name: "Office", address: "Main St 1" } },
+        { from, id: ids.list, timestamp: ts, type: "interactive", interactive: { type: "list_reply", list_reply: { id: "row-2", title: "Tuesday", description: "10:00" } } },
+        { from, id: ids.reaction, timestamp: ts, type: "reaction", reaction: { message_id: "wamid.OUT1", emoji: "👍" } },
+        { from, id: ids.bad, timestamp: ts, type: "video", video: { mime_type: "video/mp4" } },
+      ],
+    });
+    expect(await h.sim.postRaw(body)).to.equal(200);
+    const of = (wamid: string) => eventsOf(h, "message.received", (d) => d.providerMessageId === wamid)[0]?.data;
+    await eventually(() => Object.values(ids).every((w) => of(w)));
+    expect(of(ids.image)).to.deep.include({ type: "image", media: { id: "media-1", mimeType: "image/jpeg", sha256: "abc", caption: "STOP" } });
+    expect(of(ids.image).text).to.equal(undefined);
+    expect(of(ids.doc).media).to.deep.equal({ id: "media-2", mimeType: "application/pdf", fileName: "a.pdf" });
+    expect(of(ids.location).location).to.deep.equal({ latitude: 52.52, longitude: 13.405, name: "Office", address: "Main St 1" });
+    expect(of(ids.list)).to.deep.include({ type: "interactive", listReply: { id: "row-2", title: "Tuesday", description: "10:00" } });
+    expect(of(ids.list).button).to.equal(undefined);
+    expect(of(ids.reaction).reaction).to.deep.equal({ providerMessageId: "wamid.OUT1", emoji: "👍" });
+    expect(of(ids.bad)).to.include({ type: "video" });
+    expect(of(ids.bad).media).to.equal(undefined);
+    // A caption is not a keyword: the number is not opted out.
+    const send = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "still allowed", messagingChannelId: channel.id });
+    expect(send.status).to.equal(200);
+  });
+
   it("stores a message whose text and name carry NUL (which Postgres refuses) with U+FFFD in its place", async () => {
     const org = newOrg();
     const channel = await createChannel(h, org);

@@ -1,4 +1,5 @@
 import { domainEvent, type OutboxMessage } from "@platform/bus";
+import type { InboundExtras } from "@platform/contracts";
 import { iso } from "@platform/db";
 import type { ConversationRow } from "../db/repositories/conversations.repository";
 import type { MessageRow } from "../db/repositories/messages.repository";
@@ -33,7 +34,7 @@ export function conversationEvent(
   });
 }
 
-export function messageReceivedEvent(m: MessageRow): OutboxMessage {
+export function messageReceivedEvent(m: MessageRow, extras: InboundExtras = {}): OutboxMessage {
   return domainEvent("message.received", m.organization_id, {
     messageId: m.id,
     conversationId: m.conversation_id,
@@ -43,6 +44,7 @@ export function messageReceivedEvent(m: MessageRow): OutboxMessage {
     type: m.type,
     ...(m.text !== null ? { text: m.text } : {}),
     ...(m.button_payload !== null || m.button_text !== null ? { button: { text: m.button_text ?? "", payload: m.button_payload ?? "" } } : {}),
+    ...extras,
     providerMessageId: m.provider_message_id ?? "",
     receivedAt: iso(m.provider_timestamp ?? m.created_at)!,
   });

@@ -10,12 +10,13 @@ import {
   ProviderWebhookChange,
   ProviderWebhookEntries,
   ProviderWebhookEntry,
+  type InboundExtras,
   type ProviderMessagesValue,
 } from "@platform/contracts";
 import { bulkTransaction } from "@platform/db";
 import { newId } from "@platform/id";
 import { ArrivalLinger, Batcher } from "@platform/runtime";
-import type { z } from "zod";
+import { z } from "zod";
 import type { MessagingContext } from "../context";
 import type { ChannelRow } from "../db/repositories/channels.repository";
 import { conversationsRepository } from "../db/repositories/conversations.repository";
@@ -329,6 +330,7 @@ async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: I
         phone,
         type: m.type,
         ...content(m),
+        extras: extrasOf(m),
         providerMessageId: m.id,
         providerTimestamp: at,
       };
@@ -342,7 +344,7 @@ async function writeInbound(ctx: MessagingContext, channel: ChannelRow, fresh: I
         announced.add(c.conversation.id);
         events.push({ ...conversationEvent(c.conversation, "conversation.opened"), ...originOf.get(r.providerMessageId), messageId: r.id });
       }
-      events.push({ ...messageReceivedEvent(inboundRow(r)), ...originOf.get(r.providerMessageId), messageId: r.id });
+      events.push({ ...messageReceivedEvent(inboundRow(r), r.extras), ...originOf.get(r.providerMessageId), messageId: r.id });
     }
     await messagesRepository.insertInboundBatch(tx, rows, events);
   });
@@ -388,6 +390,40 @@ function content(m: ProviderInboundMessage): { text: string | null; buttonText: 
   const reply = m.type === "interactive" ? buttonReplyOf((m as { interactive?: unknown }).interactive) : undefined;
   if (reply) return { text: null, buttonText: reply.title, buttonPayload: reply.id };
   return { text: m.type === "text" && m.text ? m.text.body : null, buttonText: null, buttonPayload: null };
+}
+
+const MEDIA_TYPES = new Set(["image", "video", "audio", "document", "sticker"]);
+const ProviderMedia = z.object({ id: z.string().min(1), mime_type: z.string().optional(), sha256: z.string().optional(), caption: z.string().optional(), filename: z.string().optional() });
+const ProviderLocation = z.object({ latitude: z.coerce.number().finite(), longitude: z.coerce.number().finite(), name: z.string().optional(), address: z.string().optional() });
+const ProviderListReply = z.object({ id: z.string(), title: z.string(), description: z.string().optional() });
+const ProviderReaction = z.object({ message_id: z.string(), emoji: z.string().optional() });
+
+/**
+ * What `message.received` carries beyond text and button replies: a media message's id, type and caption (the file
+ * itself stays at the provider), a location, an interactive list reply, a reaction. A part the provider sent in a
+ * shape we cannot read is left out; the message is still received.
+ */
+export function extrasOf(m: ProviderInboundMessage): InboundExtras {
+  const part = (m as Record<string, unknown>)[m.type];
+  if (MEDIA_TYPES.has(m.type)) {
+    const media = ProviderMedia.safeParse(part);
+    if (!media.success) return {};
+    const { id, mime_type: mimeType, sha256, caption, filename: fileName } = media.data;
+    return { media: { id, ...(mimeType !== undefined && { mimeType }), ...(sha256 !== undefined && { sha256 }), ...(caption !== undefined && { caption }), ...(fileName !== undefined && { fileName }) } };
+  }
+  if (m.type === "location") {
+    const location = ProviderLocation.safeParse(part);
+    return location.success ? { location: location.data } : {};
+  }
+  if (m.type === "interactive") {
+    const list = ProviderListReply.safeParse((part as { list_reply?: unknown } | null | undefined)?.list_reply);
+    return list.success ? { listReply: list.data } : {};
+  }
+  if (m.type === "reaction") {
+    const reaction = ProviderReaction.safeParse(part);
+    return reaction.success ? { reaction: { providerMessageId: reaction.data.message_id, emoji: reaction.data.emoji ?? "" } } : {};
+  }
+  return {};
 }
 
 function buttonReplyOf(interactive: unknown): { id: string; title: string } | undefined {

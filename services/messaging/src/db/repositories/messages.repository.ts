@@ -1,4 +1,5 @@
 import type { OutboxMessage, OutboxOrigin } from "@platform/bus";
+import type { InboundExtras } from "@platform/contracts";
 import { queryBulk, type BulkTransaction, type DataSource } from "@platform/db";
 import { newId } from "@platform/id";
 import { currentRateSql } from "./pacing-rate";
@@ -60,6 +61,8 @@ export interface InboundInsert {
   text: string | null;
   buttonText: string | null;
   buttonPayload: string | null;
+  /** For the event only (media, location, list reply, reaction): not stored. */
+  extras?: InboundExtras;
   providerMessageId: string;
   providerTimestamp: Date;
 }
