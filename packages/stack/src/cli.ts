@@ -1,6 +1,33 @@
 #!/usr/bin/env node
 import { baseEnv, EXIT_CONFIG } from "@platform/config";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { checkConfiguration, checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, portInUse, startStack } from "./index";
+
+/**
+ * The INTERNAL_TOKEN of a development stack on this database, generated once and kept in `.stack/` (git-ignored) at
+ * the repository's root: it also signs the lists' cursors, so a client paging through a list across a restart of
+ * `npm start` keeps its cursor (a new token each run made them 400 INVALID_CURSOR).
+ */
+function developmentInternalToken(databaseUrl: string): string {
+  const dir = path.resolve(__dirname, "../../../.stack");
+  const file = path.join(dir, `internal-token-${createHash("sha256").update(databaseUrl).digest("hex").slice(0, 16)}`);
+  try {
+    const kept = readFileSync(file, "utf8").trim();
+    if (kept.length >= 32) return kept;
+  } catch {
+    // none yet
+  }
+  const token = `int_${randomBytes(24).toString("base64url")}`;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, token + "\n", { mode: 0o600 });
+  } catch {
+    // A read-only checkout: this run's token only.
+  }
+  return token;
+}
 
 /** `npm start`: the whole stack in the foreground until Ctrl-C. */
 async function main(): Promise<void> {
@@ -49,6 +76,7 @@ async function main(): Promise<void> {
     port,
     databaseUrl,
     natsUrl,
+    internalToken: process.env.INTERNAL_TOKEN ?? developmentInternalToken(databaseUrl),
     pretty: process.stdout.isTTY === true,
     // A bad variable is fixed by the operator, not by a restart: the whole stack stops, non-zero.
     onConfigError: (name) => void stop(`${name} has a configuration error`, EXIT_CONFIG),

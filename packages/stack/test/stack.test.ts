@@ -98,6 +98,33 @@ describe("npm start (the stack in the foreground)", function () {
     await eventually(() => processesOfStack().length === 0, 10_000, 200);
   });
 
+  it("keeps a development INTERNAL_TOKEN per database across runs (cursors it signed stay valid), one given in the environment wins", async () => {
+    const tokenOfStack = () => {
+      for (const pid of processesOfStack()) {
+        try {
+          const line = readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").find((v) => v.startsWith("INTERNAL_TOKEN="));
+          if (line) return line.slice("INTERNAL_TOKEN=".length);
+        } catch {
+          // gone
+        }
+      }
+      return undefined;
+    };
+    const runOnce = async (extraEnv: Record<string, string> = {}) => {
+      const run = await npmStart(extraEnv);
+      await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
+      const token = tokenOfStack();
+      run.child.kill("SIGTERM");
+      expect(await run.exited).to.equal(0);
+      await eventually(() => processesOfStack().length === 0, 10_000, 200);
+      return token;
+    };
+    const first = await runOnce();
+    expect(first).to.match(/^int_/);
+    expect(await runOnce()).to.equal(first);
+    expect(await runOnce({ INTERNAL_TOKEN: "int_given_by_the_environment_0123456789" })).to.equal("int_given_by_the_environment_0123456789");
+  });
+
   it("stops every service when npm is killed outright", async () => {
     const run = await npmStart();
     await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
