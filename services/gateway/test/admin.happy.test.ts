@@ -29,6 +29,9 @@ describe("gateway: admin organizations", () => {
     const patched = await h.admin().patch(`/admin/v1/organizations/${res.body.id}`).send({ plan: "inactive", optOutKeywords: null }).expect(200);
     expect(patched.body.plan).to.equal("inactive");
     expect(patched.body.optOutKeywords).to.include("STOP");
+    // Matched in lower case: each keyword once, as first written.
+    const distinct = await h.admin().patch(`/admin/v1/organizations/${res.body.id}`).send({ optOutKeywords: ["alto", "Para", "ALTO", " alto ", "para"] }).expect(200);
+    expect(distinct.body.optOutKeywords).to.deep.equal(["alto", "Para"]);
     const got = await h.admin().get(`/admin/v1/organizations/${res.body.id}`).expect(200);
     expect(got.body.plan).to.equal("inactive");
   });

@@ -38,7 +38,7 @@ export class Organizations {
       plan: input.plan,
       rateLimitPerSecond: input.rateLimit?.perSecond ?? null,
       rateLimitBurst: input.rateLimit?.burst ?? null,
-      optOutKeywords: input.optOutKeywords ?? null,
+      optOutKeywords: input.optOutKeywords ? distinctKeywords(input.optOutKeywords) : null,
       createdAt: now,
       updatedAt: now,
     });
@@ -65,7 +65,7 @@ export class Organizations {
         found.rateLimitPerSecond = input.rateLimit?.perSecond ?? null;
         found.rateLimitBurst = input.rateLimit?.burst ?? null;
       }
-      if (input.optOutKeywords !== undefined) found.optOutKeywords = input.optOutKeywords;
+      if (input.optOutKeywords !== undefined) found.optOutKeywords = input.optOutKeywords && distinctKeywords(input.optOutKeywords);
       found.updatedAt = new Date();
       await m.save(found);
       await this.announce(m, found);
@@ -90,4 +90,15 @@ export class Organizations {
   async list(limit: number, after?: { createdAt: string; id: string }): Promise<OrganizationEntity[]> {
     return readInCreationOrder(this.db.getRepository(OrganizationEntity).createQueryBuilder("o"), "o", limit, after);
   }
+}
+
+/** Keywords match whole messages in lower case: a list keeps each once, as first written (`STOP`, `stop` → `STOP`). */
+function distinctKeywords(keywords: string[]): string[] {
+  const seen = new Set<string>();
+  return keywords.filter((k) => {
+    const key = k.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
