@@ -70,6 +70,25 @@ describe("contacts: resolve and list (happy paths)", () => {
     expect(answers.filter((a) => a.created)).to.have.length(1);
   });
 
+  it("a contact's updatedAt moves with its opt-outs (set, cleared), since isOptedOut is part of it", async () => {
+    const org = newOrg();
+    const a = registerChannel(org);
+    const phone = newPhone();
+    await resolveContact(org, phone, { name: "Ana" });
+    const contact = async () => (await api(org).get("/api/v1/contacts")).body.items[0] as { updatedAt: string; isOptedOut: boolean };
+    const record = async () => (await api(org).get(`/admin/v1/organizations/${org}/opt-outs?phone=${encodeURIComponent(phone)}`).expect(200)).body.items[0] as { updatedAt: string };
+    const before = await contact();
+    await api(org).post("/api/v1/opt-outs", { action: "set", messagingChannelId: a.id, phone }).expect(200);
+    const set = await contact();
+    expect(set.isOptedOut).to.equal(true);
+    expect(set.updatedAt).to.equal((await record()).updatedAt);
+    expect(Date.parse(set.updatedAt)).to.be.at.least(Date.parse(before.updatedAt));
+    await api(org).post("/api/v1/opt-outs", { action: "clear", messagingChannelId: a.id, phone }).expect(200);
+    const cleared = await contact();
+    expect(cleared.isOptedOut).to.equal(false);
+    expect(cleared.updatedAt).to.equal((await record()).updatedAt);
+  });
+
   it("isOptedOut and optedOutChannelIds list the channels with an active opt-out", async () => {
     const org = newOrg();
     const a = registerChannel(org);

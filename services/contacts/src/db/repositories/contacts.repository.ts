@@ -201,7 +201,11 @@ export class ContactsRepository {
       where = "AND (c.created_at, c.id) > ($3::timestamptz, $4::text)";
     }
     const rows: RawContact[] = await this.db.query(
-      `SELECT c.id, c.phone, c.wa_id, c.name, c.email, c.created_at, c.updated_at,
+      // updatedAt: the contact's own changes or its opt-outs' (set, cleared, set again), whichever is later, since
+      // isOptedOut and optedOutChannelIds are part of the contact.
+      `SELECT c.id, c.phone, c.wa_id, c.name, c.email, c.created_at,
+              greatest(c.updated_at, (SELECT date_trunc('milliseconds', max(o.updated_at)) FROM contacts.opt_outs o
+                                      WHERE o.organization_id = c.organization_id AND o.phone = c.phone)) AS updated_at,
               ARRAY(SELECT o.messaging_channel_id FROM contacts.opt_outs o
                     WHERE o.organization_id = c.organization_id AND o.phone = c.phone AND o.active
                     ORDER BY o.messaging_channel_id) AS opted_out_channel_ids
