@@ -7,6 +7,7 @@ import { consumeOrganizationUpserted } from "./bus/consumers/sys.organization.up
 import { serveResponders } from "./bus/responders";
 import { entities } from "./db/entities";
 import { CreateContactsSchema1763760000000 } from "./db/migrations/1763760000000-CreateContactsSchema";
+import { OptOutsByPhone1764500000000 } from "./db/migrations/1764500000000-OptOutsByPhone";
 import { envShape } from "./env";
 import { adminOptOutsCreate } from "./routes/admin_opt-outs_create";
 import { adminOptOutsLookup } from "./routes/admin_opt-outs_lookup";
@@ -24,7 +25,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: SCHEMA,
   env: envShape,
   entities,
-  migrations: [CreateContactsSchema1763760000000, outboxRequestIdMigration("contacts"), outboxTraceMigration("contacts")],
+  migrations: [CreateContactsSchema1763760000000, outboxRequestIdMigration("contacts"), outboxTraceMigration("contacts"), OptOutsByPhone1764500000000],
   routes(deps) {
     const ctx = createContext(deps);
     const router = Router();
