@@ -86,14 +86,15 @@ export const TemplateSendJobRequest = z
           .meta({ description: "public http(s) URL of the media, up to 4000 characters; the provider fetches it" }),
         fileName: z.string().min(1).max(240).optional(),
       })
-      .optional(),
+      .nullish(),
     recipients: z.array(TemplateRecipient).min(1).max(50_000),
+    // null is accepted as absent for these three, as the job answers them (`scheduledFor: null`, `throttlePerHour: null`).
     scheduledAt: z
       .string()
       .refine((v) => dateInstant(v) !== undefined, { message: DATE_INPUT_MESSAGE })
-      .optional()
-      .meta({ description: "when to start: date-only (00:00:00.000Z of that day, UTC) or full ISO 8601 (UTC when no offset is given)", example: "2026-12-01T09:00:00Z" }),
-    throttlePerHour: z.number().int().min(1).max(100_000).optional(),
+      .nullish()
+      .meta({ description: "when to start: date-only (00:00:00.000Z of that day, UTC) or full ISO 8601 (UTC when no offset is given); absent or null: now", example: "2026-12-01T09:00:00Z" }),
+    throttlePerHour: z.number().int().min(1).max(100_000).nullish().meta({ description: "absent or null: no throttle beyond the channel's rate" }),
   })
   .meta({ id: "TemplateSendRequest" });
 export type TemplateSendJobRequest = z.infer<typeof TemplateSendJobRequest>;

@@ -32,6 +32,12 @@ describe("POST /api/v1/templates/send: creation, validation, idempotency; GET an
       expect(res.status, JSON.stringify(res.body)).to.equal(200);
       expect(res.body.scheduledFor, scheduledAt).to.equal(scheduledFor);
     }
+    // null is absent, as the job answers it: no schedule, no throttle, no header media.
+    const nulls = await api(h, org).post("/api/v1/templates/send").send({
+      templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: null, throttlePerHour: null, headerMedia: null,
+    });
+    expect(nulls.status, JSON.stringify(nulls.body)).to.equal(200);
+    expect(nulls.body).to.include({ scheduledFor: null });
     // An impossible day, and an offset that moves the instant into year 10000 (no ISO 8601 UTC form to answer with).
     for (const scheduledAt of [`${year}-02-30`, "9999-12-31T23:59:59-05:00"]) {
       const bad = await api(h, org).post("/api/v1/templates/send").send({ templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt });

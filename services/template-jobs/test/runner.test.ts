@@ -203,6 +203,9 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(unsent.n).to.equal(0);
     const [stored] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1`, [job.id]);
     expect(stored.n).to.equal(total);
+    // Completed when it stopped sending: after its last send reached the provider.
+    const lastSend = Math.max(...list.flatMap((p) => templateRequestsTo(h, p).map((r) => (r as { receivedAt: number }).receivedAt)));
+    expect(Date.parse(cancelled.body.completedAt)).to.be.at.least(lastSend);
   });
 
   it("settles a cancelled job's recipients a dead run left `sending`: messaging's outcomes are counted, keys it never stored stay unsent", async () => {

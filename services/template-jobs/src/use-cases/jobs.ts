@@ -86,7 +86,7 @@ export async function createJob(
   await requireChannel(ctx, organizationId, body.messagingChannelId);
 
   // A date-only `scheduledAt` is 00:00:00.000Z of that day; a date-time without an offset is UTC (service-spec.md).
-  const scheduledAt = body.scheduledAt === undefined ? null : new Date(dateInstant(body.scheduledAt)!);
+  const scheduledAt = body.scheduledAt == null ? null : new Date(dateInstant(body.scheduledAt)!);
   const scheduledFor = scheduledAt && scheduledAt.getTime() > Date.now() ? scheduledAt : null;
   // A recipient is never sent twice by one job: a phone listed again (phones are normalized by now, so "1 555 000 3001"
   // and "+15550003001" are one) is stored `skipped` and never sent; the first entry is the one sent.
@@ -174,5 +174,7 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
     // A run in this process wakes us when one of its batches is recorded; one elsewhere is seen by polling.
     await (ctx.batches.inFlight(jobId) ? ctx.batches.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
   }
+  // Completed when it stopped sending, not when the cancel came.
+  await jobsRepository.stampCompleted(ctx.db, jobId);
   return toJob((await jobsRepository.byId(ctx.db, organizationId, jobId)) ?? row);
 }

@@ -132,6 +132,11 @@ export const jobsRepository = {
     return rows[0] ?? this.byId(q, organizationId, id);
   },
 
+  /** A cancelled job's `completed_at` is now: when its run stopped sending. */
+  async stampCompleted(q: Queryable, id: string): Promise<void> {
+    await run(q, `UPDATE ${SCHEMA}.jobs SET completed_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancelled'`, [id]);
+  },
+
   /** Whether a run still holds the job (a live lease): its batches in flight are not recorded yet. */
   async held(q: Queryable, id: string): Promise<boolean> {
     const rows = await run(q, `SELECT 1 FROM ${SCHEMA}.jobs WHERE id = $1 AND lease_owner IS NOT NULL AND lease_until >= clock_timestamp()`, [id]);
