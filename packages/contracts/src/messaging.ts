@@ -205,6 +205,21 @@ export type TemplateSendResponse = z.infer<typeof TemplateSendResponse>;
 export const TemplateLookupRequest = z.object({ organizationId: z.string(), keys: z.array(z.string()).min(1).max(1_000) });
 export type TemplateLookupRequest = z.infer<typeof TemplateLookupRequest>;
 
+/**
+ * `rpc.messaging.template.stop.v1` (asked by template-jobs once a cancelled job's run has stopped): the job's sends
+ * messaging still holds (`pending`: retrying after a transient failure) end as `failed` with `job_cancelled` and their
+ * `message.failed`; an attempt running now is waited for. Answers the final outcome of every send of the job that was
+ * pending, so the cancel's counts include them.
+ */
+export const TemplateStopRequest = z.object({ organizationId: z.string(), templateJobId: z.string() });
+export type TemplateStopRequest = z.infer<typeof TemplateStopRequest>;
+export const TemplateStopResponse = z.object({
+  results: z.array(z.object({ messageId: z.string(), outcome: z.enum(["sent", "failed", "pending"]), errorCode: z.string().nullable() })),
+});
+export type TemplateStopResponse = z.infer<typeof TemplateStopResponse>;
+/** A template send ended because its job was cancelled before messaging's retry could send it. */
+export const JOB_CANCELLED_FAILURE_CODE = "job_cancelled";
+
 export const MESSAGING_RPC = {
   sendTemplates: {
     subject: "rpc.messaging.template.send.v1",
@@ -215,5 +230,10 @@ export const MESSAGING_RPC = {
     subject: "rpc.messaging.template.lookup.v1",
     request: TemplateLookupRequest,
     response: TemplateSendResponse,
+  },
+  stopTemplateSends: {
+    subject: "rpc.messaging.template.stop.v1",
+    request: TemplateStopRequest,
+    response: TemplateStopResponse,
   },
 } as const;

@@ -123,3 +123,15 @@ export type TemplateJob = z.infer<typeof TemplateJob>;
 /** `GET /admin/v1/organizations/{orgId}/template-jobs` (the console's list, newest first; not an /api/v1 operation). */
 export const TemplateJobList = page(TemplateJob, "TemplateJobList");
 export type TemplateJobList = z.infer<typeof TemplateJobList>;
+
+/**
+ * `rpc.template-jobs.job.state.v1` (asked by messaging before it retries a template send): the job's status and, for
+ * a throttled job, its interval (3,600,000 / throttlePerHour ms). `status` null: no such job.
+ */
+export const JobStateRequest = z.object({ organizationId: z.string(), jobId: z.string() });
+export const JobStateResponse = z.object({ status: TemplateJobStatus.nullable(), minIntervalMs: z.number().positive().nullable() });
+export type JobStateResponse = z.infer<typeof JobStateResponse>;
+
+export const TEMPLATE_JOBS_RPC = {
+  jobState: { subject: "rpc.template-jobs.job.state.v1", request: JobStateRequest, response: JobStateResponse },
+} as const;

@@ -7,6 +7,7 @@ import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
 import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
 import { serveTemplateLookup } from "./bus/responders/rpc.messaging.template.lookup";
 import { serveTemplateSend } from "./bus/responders/rpc.messaging.template.send";
+import { serveTemplateStop } from "./bus/responders/rpc.messaging.template.stop";
 import { AcceptedSends, ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
@@ -66,6 +67,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     serveChannelLookup(ctx);
     serveTemplateSend(ctx);
     serveTemplateLookup(ctx);
+    serveTemplateStop(ctx);
     ctx.bus.onBroadcast(MESSAGING_SUBJECTS.channelsChanged, ({ organizationId }) => ctx.lookups.forgetOrganization(organizationId));
     ctx.bus.onReconnect(() => ctx.lookups.clear());
     await consumeProviderInbound(ctx);

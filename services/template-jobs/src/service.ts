@@ -2,6 +2,7 @@ import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
+import { serveJobState } from "./bus/responders/rpc.template-jobs.job.state";
 import { BatchesInFlight, RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
@@ -65,6 +66,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   routes: (deps) => buildRoutes(contextOf(deps)),
   async start(deps) {
     const ctx = contextOf(deps);
+    serveJobState(ctx);
     await consumeProviderInbound(ctx);
     await consumeMessageFinalEvents(ctx);
     const stopRunner = startJobRunner(ctx);

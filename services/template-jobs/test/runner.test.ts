@@ -208,6 +208,70 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(Date.parse(cancelled.body.completedAt)).to.be.at.least(lastSend);
   });
 
+  it("cancel also ends the sends messaging was retrying (130429): counted failed in the answer, none sent after it", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(40);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 });
+    try {
+      // Some sends answered 130429: messaging holds them for a retry.
+      await eventually(async () => {
+        const [w] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'waiting'`, [job.id]);
+        return w.n >= 2;
+      }, 20_000);
+      const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
+      expect(cancelled.body.status).to.equal("cancelled");
+      const accepted = list.reduce((n, p) => n + sendsTo(h, p), 0);
+      expect(cancelled.body.sent).to.equal(accepted);
+      // Nothing left to send: no recipient waiting, no message of the job pending in messaging; the retried ones failed.
+      const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state IN ('sending', 'waiting')`, [job.id]);
+      expect(open.n).to.equal(0);
+      const [pending] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending'`, [job.id]);
+      expect(pending.n).to.equal(0);
+      const [stopped] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND error_code = 'job_cancelled'`, [job.id]);
+      expect(stopped.n).to.be.at.least(1);
+      expect(cancelled.body.failed).to.equal(stopped.n);
+      await eventually(() => eventsOf(h, "message.failed", (d) => d.templateJobId === job.id && d.error?.code === "job_cancelled").length === stopped.n);
+      expect((await getJob(h, org, job.id))).to.include({ sent: cancelled.body.sent, failed: cancelled.body.failed });
+    } finally {
+      h.sim.setMode({ kind: "ok" });
+    }
+  });
+
+  it("a paused job's sends messaging retries wait while it is paused, and go once it is approved again", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(12);
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 });
+    let restored = false;
+    try {
+      const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+      await eventually(async () => {
+        const [w] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'waiting'`, [job.id]);
+        return w.n >= 1;
+      }, 20_000);
+      const status = (event: "PAUSED" | "APPROVED") =>
+        h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event });
+      await status("PAUSED");
+      await waitForJob(h, org, job.id, "paused");
+      h.sim.setMode({ kind: "ok" });
+      restored = true;
+      // Messaging's retries of the job see it paused and wait (what messaging decided for them).
+      await eventually(async () => {
+        const [p] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending' AND error_code = 'job_paused'`, [job.id]);
+        return p.n >= 1;
+      }, 20_000);
+      const [sentWhilePaused] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status <> 'pending'`, [job.id]);
+      await status("APPROVED");
+      const done = await waitForJob(h, org, job.id, "completed", 60_000);
+      expect(done).to.include({ sent: 12, failed: 0 });
+      for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+      expect(sentWhilePaused.n).to.be.below(12);
+    } finally {
+      if (!restored) h.sim.setMode({ kind: "ok" });
+    }
+  });
+
   it("settles a cancelled job's recipients a dead run left `sending`: messaging's outcomes are counted, keys it never stored stay unsent", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(6);

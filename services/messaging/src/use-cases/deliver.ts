@@ -1,5 +1,5 @@
 import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
-import { MESSAGING_SUBJECTS, OPTED_OUT_FAILURE_CODE } from "@platform/contracts";
+import { JOB_CANCELLED_FAILURE_CODE, MESSAGING_SUBJECTS, OPTED_OUT_FAILURE_CODE, TEMPLATE_JOBS_RPC } from "@platform/contracts";
 import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
 import type { MessagingContext, StageClock } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
@@ -107,6 +107,14 @@ async function recordAccepted(ctx: MessagingContext, message: MessageRow, attemp
 const PACED = { code: "paced", title: "Waiting for the channel's throughput budget" };
 const OPTED_OUT = { code: OPTED_OUT_FAILURE_CODE, title: "The contact opted out on this channel before the message was sent" };
 const OPT_OUT_UNKNOWN = { code: "opt_out_check_unavailable", title: "The opt-out check did not answer; not sent yet" };
+const JOB_STATE_UNKNOWN = { code: "job_state_unavailable", title: "The template job's state did not answer; not sent yet" };
+const JOB_PAUSED = { code: "job_paused", title: "The template job is paused; sent when it resumes" };
+const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send could be retried" };
+const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send could be retried" };
+/** A paused job's retried send looks again after this long. */
+const JOB_PAUSED_RETRY_MS = 5_000;
+/** Bound of the job state request (the same as the opt-out check's). */
+const JOB_STATE_TIMEOUT_MS = 3_000;
 
 const isTemplate = (m: MessageRow) => m.type === "template" && m.template_payload !== null;
 
@@ -145,6 +153,23 @@ export async function attemptSend(
     return recordTransient(ctx, message, attempt, { code: "provider_not_connected", title: "The channel's provider connection is off" }, opts);
   }
 
+  // A template send the worker retries (after a transient failure, or handed over for lack of a pacing slot) goes on
+  // only while its job runs: not once the job was cancelled or failed, not while it is paused; and a throttled job's
+  // retries keep its spacing. A batch's own sends were checked by the job's run when it handed them over.
+  let jobSpacingMs = opts.jobSpacingMs;
+  if (opts.paceWaitMs === undefined && message.template_job_id !== null) {
+    let state: { status: string | null; minIntervalMs: number | null };
+    try {
+      state = await ctx.bus.request(TEMPLATE_JOBS_RPC.jobState, { organizationId: message.organization_id, jobId: message.template_job_id }, { timeoutMs: JOB_STATE_TIMEOUT_MS });
+    } catch {
+      return recordTransient(ctx, message, attempt, JOB_STATE_UNKNOWN, opts);
+    }
+    if (state.status === "cancelled") return recordFailed(ctx, message, attempt, JOB_CANCELLED);
+    if (state.status === "failed") return recordFailed(ctx, message, attempt, JOB_FAILED);
+    if (state.status === "paused") return recordTransient(ctx, message, attempt, JOB_PAUSED, opts, JOB_PAUSED_RETRY_MS);
+    jobSpacingMs = state.minIntervalMs ?? undefined;
+  }
+
   // The request path (and a template batch) reserved its slot when it stored the message; the worker reserves one now,
   // only if it comes within its horizon: a template message within the bulk horizon (it yields to single sends), a text
   // within the 2 s a send may wait. Otherwise nothing is reserved and the message comes back when there is room, so
@@ -173,7 +198,7 @@ export async function attemptSend(
   if (performance.now() - spacerFrom >= 1) waited = true;
   opts.stages?.mark("spacer");
   // A throttled job's sends: `throttlePerHour` apart on the clock of the calls, one at a time (`JobSpacer`).
-  const jobTurn = opts.jobSpacingMs && message.template_job_id ? await ctx.jobSpacer.turn(message.template_job_id, opts.jobSpacingMs) : undefined;
+  const jobTurn = jobSpacingMs && message.template_job_id ? await ctx.jobSpacer.turn(message.template_job_id, jobSpacingMs) : undefined;
   if (jobTurn && jobTurn.waitedMs >= 1) waited = true;
   try {
     return await checkAndCall(ctx, message, channel, attempt, waited, opts, jobTurn);

@@ -1,13 +1,14 @@
-import { RpcCallError } from "@platform/bus";
-import { CONTACTS_RPC, RPC, type TemplateLookupRequest, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
+import { enqueue, RpcCallError } from "@platform/bus";
+import { CONTACTS_RPC, JOB_CANCELLED_FAILURE_CODE, RPC, type TemplateLookupRequest, type TemplateStopRequest, type TemplateStopResponse, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
 import { sqlState } from "@platform/db";
 import { newId } from "@platform/id";
+import { sleep } from "@platform/runtime";
 import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, sendRounds, type MessageRow, type TemplateInput } from "../db/repositories/messages.repository";
 import type { TemplatePayload } from "../db/entities/message.entity";
 import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
-import { conversationEvent } from "./events";
+import { conversationEvent, messageStatusEvent } from "./events";
 
 /** Bus calls to the contacts service of one batch. */
 const CONTACTS_TIMEOUT_MS = 3_000;
@@ -142,6 +143,42 @@ export async function sendTemplates(ctx: MessagingContext, req: TemplateSendRequ
 export async function lookupTemplateSends(ctx: MessagingContext, req: TemplateLookupRequest): Promise<TemplateSendResponse> {
   const stored = await messagesRepository.findBySendKeys(ctx.db, req.organizationId, [...new Set(req.keys)]);
   return { results: stored.map((m) => outcomeOf(m.send_key!, m)) };
+}
+
+/** How often a stop looks again at a send whose attempt is running (ms). */
+const STOP_POLL_MS = 50;
+const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send could be retried" };
+
+/**
+ * rpc.messaging.template.stop.v1 (ADR 0018): a cancelled job's sends still pending here (retrying after a transient
+ * failure) end as `failed` (`job_cancelled`) with their `message.failed`, in one statement each round; an attempt
+ * running now is waited for (at most its lease) and ends as it ends. Answers each one's final outcome.
+ */
+export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStopRequest): Promise<TemplateStopResponse> {
+  const { organizationId, templateJobId } = req;
+  const ids = new Set<string>();
+  const deadline = Date.now() + leaseMs(ctx.env.PROVIDER_TIMEOUT_MS);
+  for (;;) {
+    const pending = await messagesRepository.pendingOfJob(ctx.db, organizationId, templateJobId);
+    for (const p of pending) ids.add(p.id);
+    if (pending.some((p) => !p.leased)) {
+      await ctx.db.transaction(async (tx) => {
+        const failed = await messagesRepository.failUnleasedOfJob(tx, organizationId, templateJobId, JOB_CANCELLED);
+        await enqueue(tx, "messaging", failed.map((m) => messageStatusEvent(m, "failed")));
+      });
+      continue;
+    }
+    if (pending.length === 0 || Date.now() >= deadline) break;
+    await sleep(STOP_POLL_MS);
+  }
+  const rows = await messagesRepository.findByIds(ctx.db, organizationId, [...ids]);
+  return {
+    results: rows.map((m) => ({
+      messageId: m.id,
+      outcome: m.status === "failed" ? ("failed" as const) : m.status === "pending" ? ("pending" as const) : ("sent" as const),
+      errorCode: m.status === "failed" ? m.error_code : null,
+    })),
+  };
 }
 
 /** One store statement; a deadlock with an inbound batch touching the same conversations rolled it back whole, so it runs again. */

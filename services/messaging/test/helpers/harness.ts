@@ -166,6 +166,30 @@ async function startContacts(env: TestEnvironment, bus: Bus): Promise<ContactsBa
   return standIn;
 }
 
+/**
+ * The real template-jobs service (`@platform/template-jobs`, built), in this process, on the same database and bus
+ * namespace: messaging asks it for a job's state before it retries one of the job's sends. Null when it cannot load
+ * (not built): those retries then wait, as they would in production with template-jobs down.
+ */
+async function startTemplateJobs(env: TestEnvironment): Promise<RunningService<unknown> | null> {
+  try {
+    // Not a declared dependency (template-jobs' tests depend on messaging): resolved through the workspace.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { definition: jobsDefinition } = require("@platform/template-jobs") as { definition: ServiceDefinition<any> };
+    return (await startService(jobsDefinition, {
+      DATABASE_URL: env.databaseUrl,
+      NATS_URL: env.natsUrl,
+      BUS_NAMESPACE: env.namespace,
+      INTERNAL_TOKEN: env.internalToken,
+      PORT: "0",
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    }, { exitOnConfigError: false })) as RunningService<unknown>;
+  } catch (err) {
+    process.stderr.write(`messaging tests: template-jobs service unavailable (${(err as Error).message}); retried template sends will wait\n`);
+    return null;
+  }
+}
+
 export interface Harness {
   env: TestEnvironment;
   svc: RunningService<unknown>;
@@ -190,6 +214,7 @@ export async function startInfra(label: string, simOptions: Partial<SimulatorOpt
   const bus = await Bus.connect({ url: env.natsUrl, namespace: env.namespace, name: "messaging-test", log: createLogger("test", "silent") });
   await bus.ensureStreams();
   const contacts = await startContacts(env, bus);
+  const templateJobs = await startTemplateJobs(env);
   const gateway = await startProviderWebhookStandIn(bus);
   const sim = await startSimulator({
     webhookUrl: gateway.url,
@@ -207,6 +232,7 @@ export async function startInfra(label: string, simOptions: Partial<SimulatorOpt
     events,
     webhookUrl: gateway.url,
     async close() {
+      await templateJobs?.stop();
       await contacts.close();
       await events.close();
       await sim.close();

@@ -1,4 +1,4 @@
-import { dateInstant, RPC, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
+import { dateInstant, MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type JobStateResponse, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
 import { BusUnavailableError, outboxOrigin, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
@@ -174,7 +174,38 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
     // A run in this process wakes us when one of its batches is recorded; one elsewhere is seen by polling.
     await (ctx.batches.inFlight(jobId) ? ctx.batches.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
   }
+  await stopWaitingSends(ctx, organizationId, jobId);
   // Completed when it stopped sending, not when the cancel came.
   await jobsRepository.stampCompleted(ctx.db, jobId);
   return toJob((await jobsRepository.byId(ctx.db, organizationId, jobId)) ?? row);
+}
+
+/**
+ * Recipients `waiting` (messaging retries their send after a transient failure): messaging ends the ones it still
+ * holds (`job_cancelled`), waits for an attempt running now, and answers each outcome, recorded here before the
+ * cancel answers so that its counts are final (ADR 0018). Messaging not answering: their events settle them later.
+ */
+async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<void> {
+  if ((await jobsRepository.openCounts(ctx.db, jobId)).waiting === 0) return;
+  try {
+    const { results } = await ctx.bus.request(MESSAGING_RPC.stopTemplateSends, { organizationId, templateJobId: jobId }, { timeoutMs: STOP_TIMEOUT_MS });
+    await ctx.db.transaction(async (m) => {
+      for (const r of results) {
+        if (r.outcome === "pending") continue;
+        const state = r.outcome === "sent" ? "sent" : r.errorCode === OPTED_OUT_FAILURE_CODE ? "skipped" : "failed";
+        await jobsRepository.finalizeMessage(m, jobId, r.messageId, state, r.errorCode);
+      }
+    });
+  } catch (err) {
+    ctx.log.warn({ jobId, err: (err as Error).message }, "stopping a cancelled job's retried sends failed; their events will settle them");
+  }
+}
+/** Bound of the stop request: messaging waits for an attempt running now (its lease: pacing, a provider call, a margin). */
+const STOP_TIMEOUT_MS = 30_000;
+
+/** rpc.template-jobs.job.state.v1: what messaging needs before it retries one of the job's sends. */
+export async function jobState(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<JobStateResponse> {
+  const row = await jobsRepository.byId(ctx.db, organizationId, jobId);
+  if (!row) return { status: null, minIntervalMs: null };
+  return { status: row.status, minIntervalMs: row.throttle_per_hour === null ? null : 3_600_000 / row.throttle_per_hour };
 }

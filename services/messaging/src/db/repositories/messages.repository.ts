@@ -498,6 +498,31 @@ export const messagesRepository = {
     return rows[0];
   },
 
+  /**
+   * A job's sends still `pending` (an attempt running now, or waiting for its retry), through the partial index of
+   * unsettled messages: a pending message always has a lease or a next attempt.
+   */
+  async pendingOfJob(q: Queryable, organizationId: string, templateJobId: string): Promise<Array<{ id: string; leased: boolean }>> {
+    return run(
+      q,
+      `SELECT id, (lease_until IS NOT NULL AND lease_until >= clock_timestamp()) AS leased FROM ${SCHEMA}.messages
+       WHERE organization_id = $1 AND template_job_id = $2 AND status = 'pending' AND (lease_until IS NOT NULL OR next_attempt_at IS NOT NULL)`,
+      [organizationId, templateJobId],
+    );
+  },
+
+  /** Ends a job's pending sends that no attempt holds now as `failed` with `error`; answers them. */
+  async failUnleasedOfJob(q: Queryable, organizationId: string, templateJobId: string, error: { code: string; title: string }): Promise<MessageRow[]> {
+    return run(
+      q,
+      `UPDATE ${SCHEMA}.messages SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, error_code = $3, error_title = $4, updated_at = clock_timestamp()
+       WHERE organization_id = $1 AND template_job_id = $2 AND status = 'pending' AND (lease_until IS NOT NULL OR next_attempt_at IS NOT NULL)
+         AND (lease_until IS NULL OR lease_until < clock_timestamp())
+       RETURNING *`,
+      [organizationId, templateJobId, error.code, error.title],
+    );
+  },
+
   async scheduleRetry(q: Queryable, id: string, attempt: number, delayMs: number, error: { code: string; title: string }): Promise<MessageRow | undefined> {
     const rows = await run(q, 
       `UPDATE ${SCHEMA}.messages SET lease_until = NULL, next_attempt_at = clock_timestamp() + $3 * interval '1 millisecond',
