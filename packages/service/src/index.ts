@@ -70,12 +70,28 @@ export interface RunningService<E> {
  * Boots a service: env → logger → Postgres (database, schema, migrations) →
  * NATS (streams) → outbox relay → consumers → HTTP. Dependencies that are not
  * up yet are waited for, not fatal. `npm start`, Kubernetes and the
- * integration tests all start services through here.
+ * integration tests all start services through here. As a process's main (`installSignalHandlers`), a start that
+ * fails (its HTTP port taken, a migration refused) ends the process with exit code 1, so that its supervisor (`npm
+ * start`, Kubernetes) starts it again; it used to stay up without a listener.
  */
 export async function startService<S extends z.ZodRawShape>(
   def: ServiceDefinition<S>,
   rawEnv: NodeJS.ProcessEnv = process.env,
   opts: { exitOnConfigError?: boolean; installSignalHandlers?: boolean } = {},
+): Promise<RunningService<ServiceEnv<S>>> {
+  try {
+    return await boot(def, rawEnv, opts);
+  } catch (err) {
+    if (!opts.installSignalHandlers) throw err;
+    process.stderr.write(`${JSON.stringify({ level: "fatal", service: def.name, err: (err as Error).message, msg: "service could not start; exiting" })}\n`);
+    process.exit(1);
+  }
+}
+
+async function boot<S extends z.ZodRawShape>(
+  def: ServiceDefinition<S>,
+  rawEnv: NodeJS.ProcessEnv,
+  opts: { exitOnConfigError?: boolean; installSignalHandlers?: boolean },
 ): Promise<RunningService<ServiceEnv<S>>> {
   const schema = z.object({ ...internalServiceEnv, ...def.env });
   const env = parseEnv(schema, rawEnv, { exitOnError: opts.exitOnConfigError ?? true, service: def.name }) as unknown as ServiceEnv<S>;

@@ -262,8 +262,14 @@ export async function checkDependencies(databaseUrl: string, natsUrl: string, wa
 
 const COLORS = [36, 35, 33, 32, 34, 91, 96];
 
+/**
+ * One line of a process's output as the runner prints it. Not on a terminal, a JSON log line goes out as it is (JSON
+ * logs on stdout, contract section 1: each names its `service`); other lines get the process's name in front. On a
+ * terminal, JSON lines are made readable.
+ */
 function formatLine(name: string, line: string, pretty: boolean, color: number): string {
   const prefix = pretty ? `\x1b[${color}m[${name}]\x1b[0m` : `[${name}]`;
+  if (!pretty && line.startsWith("{") && line.endsWith("}")) return line;
   if (!pretty || !line.startsWith("{")) return `${prefix} ${line}`;
   try {
     const rec = JSON.parse(line) as Record<string, unknown>;

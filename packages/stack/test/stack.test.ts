@@ -89,9 +89,17 @@ describe("npm start (the stack in the foreground)", function () {
     return { child, exited, output: () => output };
   }
 
-  it("drains and exits 0 on SIGTERM to npm itself, leaving no process behind", async () => {
-    const run = await npmStart();
+  it("drains and exits 0 on SIGTERM to npm itself, leaving no process behind; the services' logs are JSON lines on stdout", async () => {
+    const run = await npmStart({ LOG_LEVEL: "info" });
     await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
+    // Not on a terminal: each service's log line as it wrote it, one JSON object naming its service.
+    const logged = run
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as { service?: string; level?: unknown; msg?: string });
+    expect(logged.some((r) => r.service === "gateway" && r.msg === "gateway listening")).to.equal(true);
+    for (const service of ["messaging", "contacts"]) expect(logged.some((r) => r.service === service && r.msg === "service listening"), service).to.equal(true);
     expect(processesOfStack().length).to.be.greaterThan(4);
     run.child.kill("SIGTERM");
     expect(await run.exited).to.equal(0);
@@ -123,6 +131,26 @@ describe("npm start (the stack in the foreground)", function () {
     expect(first).to.match(/^int_/);
     expect(await runOnce()).to.equal(first);
     expect(await runOnce({ INTERNAL_TOKEN: "int_given_by_the_environment_0123456789" })).to.equal("int_given_by_the_environment_0123456789");
+  });
+
+  it("a service whose port is taken when it starts exits 1 (for its supervisor to start it again), not up without a listener", async () => {
+    const taken = net.createServer();
+    const port = await new Promise<number>((resolve) => taken.listen(0, "127.0.0.1", () => resolve((taken.address() as net.AddressInfo).port)));
+    try {
+      const child = spawn(process.execPath, ["services/contacts/dist/index.js"], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: env.databaseUrl, BUS_NAMESPACE: env.namespace, INTERNAL_TOKEN: env.internalToken, LOG_LEVEL: "warn" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let output = "";
+      child.stdout!.on("data", (b: Buffer) => (output += b.toString()));
+      child.stderr!.on("data", (b: Buffer) => (output += b.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+      expect(code, output).to.equal(1);
+      expect(output).to.include("EADDRINUSE");
+    } finally {
+      taken.close();
+    }
   });
 
   it("stops every service when npm is killed outright", async () => {
