@@ -447,21 +447,20 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     stop: async () => {
       stopping = true;
       await Promise.all(balancers.map((b) => b.close()));
-      await Promise.all(
-        procs.map(
-          (p) =>
-            new Promise<void>((resolve) => {
-              const child = p.child;
-              if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-              const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-              child.once("exit", () => {
-                clearTimeout(timer);
-                resolve();
-              });
-              child.kill("SIGTERM");
-            }),
-        ),
-      );
+      const end = (p: Proc) =>
+        new Promise<void>((resolve) => {
+          const child = p.child;
+          if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+          const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+          child.once("exit", () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          child.kill("SIGTERM");
+        });
+      // The services drain first (a provider call in flight gets its answer), the bundled provider simulator after.
+      await Promise.all(procs.filter((p) => p.name !== "provider-simulator").map(end));
+      await Promise.all(procs.filter((p) => p.name === "provider-simulator").map(end));
     },
   };
   return stack;

@@ -153,6 +153,38 @@ describe("npm start (the stack in the foreground)", function () {
     }
   });
 
+  it("on SIGTERM, a provider call in flight gets its answer: the services drain before the bundled simulator stops", async () => {
+    const run = await npmStart();
+    await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
+    const url = /\[stack\] ready: (\S+)/.exec(run.output())![1];
+    const sim = /\[stack\] provider simulator: (\S+)/.exec(run.output())![1];
+    const admin = /admin token \(generated for this run\): (\S+)/.exec(run.output())?.[1] ?? process.env.ADMIN_TOKEN!;
+    const call = async (method: string, path: string, token: string, body?: unknown) => {
+      const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const org = (await call("POST", "/admin/v1/organizations", admin, { name: "drain" })).body.id as string;
+    const key = (await call("POST", `/admin/v1/organizations/${org}/api-keys`, admin, { name: "k" })).body.key as string;
+    const pnid = `drain${Date.now()}`;
+    await call("POST", `/admin/v1/organizations/${org}/channels`, admin, { name: "c", phoneNumber: "+14155550100", providerPhoneNumberId: pnid });
+    // An inbound message first: the service window lets a text go out.
+    await fetch(`${sim}/_sim/inbound`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ phoneNumberId: pnid, from: "15550001234", text: "hi" }) });
+    await eventually(async () => (await call("GET", "/api/v1/conversations", key)).body.items?.length === 1, 20_000, 100);
+    await fetch(`${sim}/_sim/mode`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ kind: "slow", delayMs: 2_000, times: 1 }) });
+    const send = call("POST", "/api/v1/messages", key, { to: "+15550001234", text: "in flight" });
+    // The provider has the call (it answers in 2 s); then the stack is told to stop.
+    await eventually(async () => {
+      const { requests } = (await (await fetch(`${sim}/_sim/requests`)).json()) as { requests: Array<{ phoneNumberId: string }> };
+      return requests.some((r) => r.phoneNumberId === pnid);
+    }, 20_000, 50);
+    run.child.kill("SIGTERM");
+    const answered = await send;
+    expect(answered.status, JSON.stringify(answered.body)).to.equal(200);
+    expect(answered.body.providerMessageId, JSON.stringify(answered.body)).to.be.a("string");
+    expect(await run.exited).to.equal(0);
+    await eventually(() => processesOfStack().length === 0, 10_000, 200);
+  });
+
   it("stops every service when npm is killed outright", async () => {
     const run = await npmStart();
     await eventually(() => run.output().includes("[stack] ready"), 90_000, 200);
