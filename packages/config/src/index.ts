@@ -40,14 +40,17 @@ export function parseEnv<S extends z.ZodType>(
   env: NodeJS.ProcessEnv = process.env,
   opts: { exitOnError?: boolean; service?: string; warn?: (line: string) => void } = {},
 ): z.infer<S> {
+  const loose = looseNumbers(schema, env);
   const parsed = schema.safeParse(env);
-  if (parsed.success) {
+  if (parsed.success && loose.length === 0) {
     const warn = opts.warn ?? ((line: string) => process.stderr.write(line + "\n"));
     for (const line of shortTokenWarnings(schema, parsed.data, opts.service)) warn(line);
     if (opts.exitOnError !== false) configChecked(env);
     return parsed.data;
   }
-  const problems = parsed.error.issues.map((issue) => {
+  const named = new Set(loose.map((l) => l.path[0]));
+  const issues = [...loose, ...(parsed.success ? [] : parsed.error.issues.filter((i) => !named.has(String(i.path[0]))))];
+  const problems = issues.map((issue) => {
     const name = issue.path.join(".") || "(environment)";
     const value = env[String(issue.path[0])];
     return `config error${opts.service ? ` [${opts.service}]` : ""}: ${name} ${value === undefined ? "is missing" : "is invalid"}: ${issue.message}`;
@@ -55,6 +58,32 @@ export function parseEnv<S extends z.ZodType>(
   if (opts.exitOnError === false) throw new ConfigError(problems);
   for (const line of problems) process.stderr.write(line + "\n");
   process.exit(EXIT_CONFIG);
+}
+
+/** A number as an operator writes one: digits, an optional sign and fraction; not blank, hex, or an exponent. */
+const DECIMAL = /^\s*-?(\d+(\.\d*)?|\.\d+)\s*$/;
+
+/** The schema behind `.default()`, `.optional()` and the like. */
+function innerType(s: z.ZodType): z.ZodType {
+  let t = s as unknown as { _zod?: { def?: { innerType?: z.ZodType } } };
+  while (t?._zod?.def?.innerType) t = t._zod.def.innerType as unknown as typeof t;
+  return t as unknown as z.ZodType;
+}
+
+/**
+ * Numeric variables (`z.coerce.number()`) given as something other than a decimal number: `z.coerce.number()`
+ * alone reads " " as 0 (PORT=" " listened on a random port), "0x100" as 256 and "1e3" as 1000.
+ */
+function looseNumbers(schema: z.ZodType, env: NodeJS.ProcessEnv): Array<{ path: string[]; message: string }> {
+  const shape = (schema as unknown as { shape?: Record<string, z.ZodType> }).shape;
+  if (!shape) return [];
+  const issues: Array<{ path: string[]; message: string }> = [];
+  for (const [name, field] of Object.entries(shape)) {
+    const value = env[name];
+    const type = (innerType(field) as unknown as { _zod?: { def?: { type?: string } } })._zod?.def?.type;
+    if (value !== undefined && type === "number" && !DECIMAL.test(value)) issues.push({ path: [name], message: "must be a decimal number" });
+  }
+  return issues;
 }
 
 /** `true`/`false`/`1`/`0` as a boolean; `z.coerce.boolean()` would read "false" as true. */

@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import { z } from "zod";
-import { baseEnv, ConfigError, envBoolean, envIntList, internalServiceEnv, parseEnv } from "../src";
+import { baseEnv, ConfigError, envBoolean, envIntList, envPort, internalServiceEnv, parseEnv } from "../src";
 
 describe("parseEnv", () => {
   const schema = z.object({ ...baseEnv, FLAG: envBoolean(false), DELAYS: envIntList("5,10"), TOKEN: z.string().min(16) });
@@ -32,6 +32,28 @@ describe("parseEnv", () => {
       expect(lines.find((l) => l.includes("TOKEN"))).to.match(/TOKEN is missing/);
       expect(lines.find((l) => l.includes("DATABASE_URL"))).to.match(/DATABASE_URL is invalid/);
       expect(lines.every((l) => l.startsWith("config error [svc]: "))).to.equal(true);
+    }
+  });
+
+  it("reads numbers as an operator writes them: blank, hex or an exponent is a bad variable, not 0, 256 or 1000", () => {
+    const numbers = z.object({ PORT: envPort(8080), RATE: z.coerce.number().int().min(1).default(50), SHARE: z.coerce.number().min(0).max(1).default(0.5) });
+    expect(parseEnv(numbers, { PORT: "8081", RATE: " 20 ", SHARE: "0.25" }, { exitOnError: false })).to.deep.equal({ PORT: 8081, RATE: 20, SHARE: 0.25 });
+    expect(parseEnv(numbers, { SHARE: ".5" }, { exitOnError: false }).SHARE).to.equal(0.5);
+    for (const [name, value] of [["PORT", " "], ["PORT", ""], ["PORT", "1e4"], ["RATE", "0x10"], ["RATE", "1e3"], ["SHARE", "0.5.1"]]) {
+      try {
+        parseEnv(numbers, { [name]: value }, { exitOnError: false, service: "svc" });
+        expect.fail(`${name}=${JSON.stringify(value)} should be refused`);
+      } catch (err) {
+        expect(err, `${name}=${JSON.stringify(value)}`).to.be.instanceOf(ConfigError);
+        expect((err as ConfigError).problems).to.deep.equal([`config error [svc]: ${name} is invalid: must be a decimal number`]);
+      }
+    }
+    // Reported beside the other bad variables, once each.
+    try {
+      parseEnv(numbers, { PORT: "0x1f90", RATE: "0" }, { exitOnError: false, service: "svc" });
+      expect.fail("should throw");
+    } catch (err) {
+      expect((err as ConfigError).problems).to.have.length(2);
     }
   });
 
