@@ -78,6 +78,7 @@ async function main(): Promise<void> {
     natsUrl,
     internalToken: process.env.INTERNAL_TOKEN ?? developmentInternalToken(databaseUrl),
     pretty: process.stdout.isTTY === true,
+    rawJson: process.stdout.isTTY !== true,
     // A bad variable is fixed by the operator, not by a restart: the whole stack stops, non-zero.
     onConfigError: (name) => void stop(`${name} has a configuration error`, EXIT_CONFIG),
   });

@@ -26,6 +26,8 @@ export interface StackOptions {
   /** Where log lines go; default stdout. */
   onLog?: (line: string) => void;
   pretty?: boolean;
+  /** Off a terminal (`npm start`): the services' JSON log lines as they wrote them, without the `[name]` in front. */
+  rawJson?: boolean;
   readyTimeoutMs?: number;
   /**
    * A process exited because its configuration is wrong (it printed one line
@@ -263,13 +265,13 @@ export async function checkDependencies(databaseUrl: string, natsUrl: string, wa
 const COLORS = [36, 35, 33, 32, 34, 91, 96];
 
 /**
- * One line of a process's output as the runner prints it. Not on a terminal, a JSON log line goes out as it is (JSON
- * logs on stdout, contract section 1: each names its `service`); other lines get the process's name in front. On a
- * terminal, JSON lines are made readable.
+ * One line of a process's output as the runner prints it: the process's name in front. With `rawJson` (`npm start` off
+ * a terminal), a JSON log line goes out as it is (JSON logs on stdout, contract section 1: each names its
+ * `service`). On a terminal, JSON lines are made readable.
  */
-function formatLine(name: string, line: string, pretty: boolean, color: number): string {
+function formatLine(name: string, line: string, pretty: boolean, color: number, rawJson = false): string {
   const prefix = pretty ? `\x1b[${color}m[${name}]\x1b[0m` : `[${name}]`;
-  if (!pretty && line.startsWith("{") && line.endsWith("}")) return line;
+  if (rawJson && !pretty && line.startsWith("{") && line.endsWith("}")) return line;
   if (!pretty || !line.startsWith("{")) return `${prefix} ${line}`;
   try {
     const rec = JSON.parse(line) as Record<string, unknown>;
@@ -388,7 +390,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const child = spawn(process.execPath, [...nodeArgs, p.script], { cwd: REPO_ROOT, env: p.env, stdio: ["ignore", "pipe", "pipe", "ipc"], detached: true });
     p.child = child;
     for (const stream of [child.stdout!, child.stderr!]) {
-      readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color)));
+      readline.createInterface({ input: stream }).on("line", (line) => log(formatLine(p.name, line, pretty, color, opts.rawJson)));
     }
     child.on("message", (message: { type?: string }) => {
       if (message?.type === CONFIG_OK_MESSAGE.type && !p.judged && !opts.onChecked) judged(p, false);
