@@ -171,6 +171,8 @@ export const TemplateSendRequest = z.object({
   template: z.object({ name: z.string().min(1), language: z.string().min(1), headerFormat: TemplateHeaderFormat.nullable().default(null) }),
   headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).nullable().default(null),
   sends: z.array(TemplateSendItem).min(1).max(1_000),
+  /** When the job's run asked (epoch ms): a stop of the job broadcast after it holds the batch's sends not made yet. */
+  issuedAt: z.number().optional(),
   /** A throttled job's interval (3,600,000 / throttlePerHour ms): its provider calls are at least this far apart. */
   minIntervalMs: z.number().positive().max(3_600_000).optional(),
 });
@@ -208,10 +210,15 @@ export type TemplateLookupRequest = z.infer<typeof TemplateLookupRequest>;
 /**
  * `rpc.messaging.template.stop.v1` (asked by template-jobs once a cancelled job's run has stopped): the job's sends
  * messaging still holds (`pending`: retrying after a transient failure) end as `failed` with `job_cancelled` and their
- * `message.failed`; an attempt running now is waited for. Answers the final outcome of every send of the job that was
- * pending, so the cancel's counts include them.
+ * `message.failed`; an attempt running now is waited for. Answers the outcome of each of `messageIds`, so the cancel's
+ * counts include them.
  */
-export const TemplateStopRequest = z.object({ organizationId: z.string(), templateJobId: z.string() });
+export const TemplateStopRequest = z.object({
+  organizationId: z.string(),
+  templateJobId: z.string(),
+  /** The job's sends whose outcome the caller waits for (its `waiting` recipients): answered whatever ended them. */
+  messageIds: z.array(z.string()).max(1_000),
+});
 export type TemplateStopRequest = z.infer<typeof TemplateStopRequest>;
 export const TemplateStopResponse = z.object({
   results: z.array(z.object({ messageId: z.string(), outcome: z.enum(["sent", "failed", "pending"]), errorCode: z.string().nullable() })),

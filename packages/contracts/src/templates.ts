@@ -135,3 +135,12 @@ export type JobStateResponse = z.infer<typeof JobStateResponse>;
 export const TEMPLATE_JOBS_RPC = {
   jobState: { subject: "rpc.template-jobs.job.state.v1", request: JobStateRequest, response: JobStateResponse },
 } as const;
+
+/**
+ * Core NATS broadcast (every messaging replica): these jobs stopped sending (paused, cancelled or failed) at `at`
+ * (epoch ms). Messaging sends none of their batch sends asked for before then that are still waiting for their slot:
+ * it hands them to its retry worker, which asks the job's state first (ADR 0018).
+ */
+export const TEMPLATE_JOBS_SUBJECTS = {
+  jobsStopped: { subject: "bcast.template-jobs.jobs.stopped.v1", schema: z.object({ jobIds: z.array(z.string()).min(1), at: z.number() }) },
+} as const;

@@ -27,6 +27,8 @@ export interface MessagingContext {
   bulkPacer: BulkPacer;
   /** Provider calls of this process kept one top-rate interval apart per channel (late slots never burst). */
   spacer: SendSpacer;
+  /** Template jobs that stopped sending (paused, cancelled, failed), by when (epoch ms, template-jobs' broadcast). */
+  stoppedJobs: StoppedJobs;
   /** Throttled template jobs' spacing on the clock of the provider calls (`throttlePerHour`). */
   jobSpacer: JobSpacer;
   optOuts: OptOutChecker;
@@ -109,5 +111,25 @@ export class ContactIdCache {
     this.map.delete(key);
     this.map.set(key, contactId);
     if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+  }
+}
+
+/**
+ * Template jobs that stopped sending, by the time they stopped (`bcast.template-jobs.jobs.stopped.v1`): a batch asked
+ * for before then does not make its sends still waiting for their slot. Bounded: the oldest are forgotten first (a
+ * batch lasts seconds).
+ */
+export class StoppedJobs {
+  private readonly at = new Map<string, number>();
+  constructor(private readonly max = 10_000) {}
+  stop(jobId: string, at: number): void {
+    this.at.delete(jobId);
+    this.at.set(jobId, at);
+    if (this.at.size > this.max) this.at.delete(this.at.keys().next().value!);
+  }
+  /** Whether the job stopped at or after `issuedAt` (the batch's request). */
+  stoppedSince(jobId: string, issuedAt: number | undefined): boolean {
+    const at = this.at.get(jobId);
+    return at !== undefined && issuedAt !== undefined && issuedAt <= at;
   }
 }

@@ -8,7 +8,7 @@ import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.looku
 import { serveTemplateLookup } from "./bus/responders/rpc.messaging.template.lookup";
 import { serveTemplateSend } from "./bus/responders/rpc.messaging.template.send";
 import { serveTemplateStop } from "./bus/responders/rpc.messaging.template.stop";
-import { AcceptedSends, ContactIdCache, type MessagingContext, type MessagingDeps } from "./context";
+import { AcceptedSends, ContactIdCache, StoppedJobs, type MessagingContext, type MessagingDeps } from "./context";
 import { entities } from "./db/entities";
 import { Initial1763760000000 } from "./db/migrations/1763760000000-Initial";
 import { TemplateSends1764000000000 } from "./db/migrations/1764000000000-TemplateSends";
@@ -22,7 +22,7 @@ import { ContactResolver, OptOutChecker } from "./use-cases/contacts";
 import { BulkPacer, ChannelPacer, JobSpacer, SendSpacer } from "./use-cases/pacing";
 import { SendLookups } from "./use-cases/send-lookups";
 import { SendWrites } from "./use-cases/send-writes";
-import { MESSAGING_SUBJECTS } from "@platform/contracts";
+import { MESSAGING_SUBJECTS, TEMPLATE_JOBS_SUBJECTS } from "@platform/contracts";
 
 /** Finer than the HTTP buckets below 100 ms: the stages of a send that must answer in under 100 ms. */
 const STAGE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5];
@@ -46,7 +46,7 @@ export function contextOf(deps: MessagingDeps): MessagingContext {
     );
     ctx = {
       db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db),
-      bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), jobSpacer: new JobSpacer(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db),
+      bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), jobSpacer: new JobSpacer(), stoppedJobs: new StoppedJobs(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db),
       accepted: new AcceptedSends(), sendStages: stages && ((stage, seconds) => stages.observe({ stage }, seconds)),
     };
     contexts.set(deps, ctx);
@@ -68,6 +68,9 @@ export const definition: ServiceDefinition<typeof envShape> = {
     serveTemplateSend(ctx);
     serveTemplateLookup(ctx);
     serveTemplateStop(ctx);
+    ctx.bus.onBroadcast(TEMPLATE_JOBS_SUBJECTS.jobsStopped, ({ jobIds, at }) => {
+      for (const id of jobIds) ctx.stoppedJobs.stop(id, at);
+    });
     ctx.bus.onBroadcast(MESSAGING_SUBJECTS.channelsChanged, ({ organizationId }) => ctx.lookups.forgetOrganization(organizationId));
     ctx.bus.onReconnect(() => ctx.lookups.clear());
     await consumeProviderInbound(ctx);

@@ -19,6 +19,8 @@ export interface TemplateJobsContext {
   waitingMessages: RecentSet;
   /** Jobs cancelled through this process: a run here waiting for a throttle slot stops at once instead of at its next lease renewal. */
   cancelledJobs: RecentSet;
+  /** Runs of each job in this process, from their claim to their release: a cancel waits for them to end. */
+  runs: BatchesInFlight;
   /** Send batches of each job in flight in this process: an early event waits for its batch's answer here. */
   batches: BatchesInFlight;
   /** Recipients recorded, by state (metrics). */

@@ -19,7 +19,7 @@ const contexts = new WeakMap<TemplateJobsDeps, TemplateJobsContext>();
 function contextOf(deps: TemplateJobsDeps): TemplateJobsContext {
   let ctx = contexts.get(deps);
   if (!ctx) {
-    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), waitingMessages: new RecentSet(), cancelledJobs: new RecentSet(10_000), batches: new BatchesInFlight(), onRecipients: jobMetrics(deps) };
+    ctx = { db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, finalMessages: new RecentSet(), waitingMessages: new RecentSet(), cancelledJobs: new RecentSet(10_000), batches: new BatchesInFlight(), runs: new BatchesInFlight(), onRecipients: jobMetrics(deps) };
     contexts.set(deps, ctx);
   }
   return ctx;

@@ -21,6 +21,7 @@ function contextWithoutDatabase() {
     finalMessages: new RecentSet(),
     waitingMessages: new RecentSet(),
     batches: new BatchesInFlight(),
+    runs: new BatchesInFlight(),
   } as unknown as TemplateJobsContext;
   return { ctx, statements };
 }

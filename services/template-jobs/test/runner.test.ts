@@ -157,6 +157,31 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
   });
 
+  it("a pause holds the sends of the batches in flight that have not gone yet; they go once the template is approved again, each once", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 10 });
+    const list = phones(30);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 3, 20_000);
+    const status = (event: "PAUSED" | "APPROVED") =>
+      h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event });
+    await status("PAUSED");
+    await waitForJob(h, org, job.id, "paused");
+    // The run has recorded its batches: sends messaging held back (stored, not sent) wait for the job to resume.
+    await eventually(async () => {
+      const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [job.id]);
+      return open.n === 0;
+    }, 20_000);
+    const [held] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending' AND provider_message_id IS NULL`, [job.id]);
+    expect(held.n, "sends of the batches in flight held back by the pause").to.be.at.least(1);
+    const accepted = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    const [sentRows] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NOT NULL`, [job.id]);
+    expect(accepted).to.equal(sentRows.n);
+    await status("APPROVED");
+    const done = await waitForJob(h, org, job.id, "completed", 60_000);
+    expect(done).to.include({ sent: 30, failed: 0 });
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
   it("fails the job when the template is disabled", async () => {
     const { org, channel, template } = await setup(h);
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(phones(60)), throttlePerHour: 36_000 });
@@ -196,13 +221,20 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const total = list.reduce((n, p) => n + sendsTo(h, p), 0);
     expect(cancelled.body.sent, "sends at the provider when the cancel answered").to.equal(total);
     expect(total).to.be.below(80);
-    // Nothing that could still be sent: no recipient claimed or waiting, every message messaging stored for the job sent.
-    const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state IN ('sending', 'waiting')`, [job.id]);
-    expect(open.n).to.equal(0);
-    const [unsent] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NULL`, [job.id]);
-    expect(unsent.n).to.equal(0);
+    // Nothing that could still be sent: no recipient claimed or waiting, no message of the job pending in messaging.
+    // The sends of the batches in flight that had not gone when the cancel came were held back: failed, counted.
+    const open = await db().query(
+      `SELECT r.state, r.message_id, m.status, m.error_code, m.lease_until, m.next_attempt_at FROM template_jobs.job_recipients r
+       LEFT JOIN messaging.messages m ON m.id = r.message_id WHERE r.job_id = $1 AND r.state IN ('sending', 'waiting')`,
+      [job.id],
+    );
+    expect(open, JSON.stringify(open)).to.have.length(0);
+    const [pending] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending'`, [job.id]);
+    expect(pending.n).to.equal(0);
+    const [held] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NULL AND error_code = 'job_cancelled'`, [job.id]);
+    expect(cancelled.body.failed).to.equal(held.n);
     const [stored] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1`, [job.id]);
-    expect(stored.n).to.equal(total);
+    expect(stored.n).to.equal(total + held.n);
     // Completed when it stopped sending: after its last send reached the provider.
     const lastSend = Math.max(...list.flatMap((p) => templateRequestsTo(h, p).map((r) => (r as { receivedAt: number }).receivedAt)));
     expect(Date.parse(cancelled.body.completedAt)).to.be.at.least(lastSend);

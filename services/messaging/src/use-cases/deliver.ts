@@ -111,6 +111,8 @@ const JOB_STATE_UNKNOWN = { code: "job_state_unavailable", title: "The template 
 const JOB_PAUSED = { code: "job_paused", title: "The template job is paused; sent when it resumes" };
 const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send could be retried" };
 const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send could be retried" };
+/** A retried send whose job state did not answer asks again after this long. */
+const JOB_STATE_RETRY_MS = 2_000;
 /** A paused job's retried send looks again after this long. */
 const JOB_PAUSED_RETRY_MS = 5_000;
 /** Bound of the job state request (the same as the opt-out check's). */
@@ -162,7 +164,8 @@ export async function attemptSend(
     try {
       state = await ctx.bus.request(TEMPLATE_JOBS_RPC.jobState, { organizationId: message.organization_id, jobId: message.template_job_id }, { timeoutMs: JOB_STATE_TIMEOUT_MS });
     } catch {
-      return recordTransient(ctx, message, attempt, JOB_STATE_UNKNOWN, opts);
+      // template-jobs restarting: asked again soon (a growing backoff kept sends back long after it was up).
+      return recordTransient(ctx, message, attempt, JOB_STATE_UNKNOWN, opts, JOB_STATE_RETRY_MS);
     }
     if (state.status === "cancelled") return recordFailed(ctx, message, attempt, JOB_CANCELLED);
     if (state.status === "failed") return recordFailed(ctx, message, attempt, JOB_FAILED);

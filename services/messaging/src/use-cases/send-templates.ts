@@ -129,7 +129,7 @@ export async function sendTemplates(ctx: MessagingContext, req: TemplateSendRequ
     const lost = fresh.filter((s) => !storedKeys.has(s.key)).map((s) => s.key);
     for (const m of await messagesRepository.findBySendKeys(ctx.db, organizationId, lost)) results.set(m.send_key!, outcomeOf(m.send_key!, m));
 
-    for (const r of await sendPaced(ctx, channel, stored, req.minIntervalMs)) results.set(r.key, r);
+    for (const r of await sendPaced(ctx, channel, stored, req)) results.set(r.key, r);
   }
 
   return {
@@ -156,11 +156,10 @@ const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template j
  */
 export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStopRequest): Promise<TemplateStopResponse> {
   const { organizationId, templateJobId } = req;
-  const ids = new Set<string>();
+  const asked = new Set(req.messageIds);
   const deadline = Date.now() + leaseMs(ctx.env.PROVIDER_TIMEOUT_MS);
   for (;;) {
     const pending = await messagesRepository.pendingOfJob(ctx.db, organizationId, templateJobId);
-    for (const p of pending) ids.add(p.id);
     if (pending.some((p) => !p.leased)) {
       await ctx.db.transaction(async (tx) => {
         const failed = await messagesRepository.failUnleasedOfJob(tx, organizationId, templateJobId, JOB_CANCELLED);
@@ -168,10 +167,11 @@ export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStop
       });
       continue;
     }
-    if (pending.length === 0 || Date.now() >= deadline) break;
+    // What is left is an attempt running now: wait for the asked ones to end (at most a lease).
+    if (!pending.some((p) => asked.has(p.id)) || Date.now() >= deadline) break;
     await sleep(STOP_POLL_MS);
   }
-  const rows = await messagesRepository.findByIds(ctx.db, organizationId, [...ids]);
+  const rows = await messagesRepository.findByIds(ctx.db, organizationId, [...asked]);
   return {
     results: rows.map((m) => ({
       messageId: m.id,
@@ -203,7 +203,7 @@ async function sendPaced(
   ctx: MessagingContext,
   channel: ChannelRow,
   stored: Array<{ key: string; message: MessageRow }>,
-  jobSpacingMs?: number,
+  req: Pick<TemplateSendRequest, "templateJobId" | "issuedAt" | "minIntervalMs">,
 ): Promise<TemplateSendOutcome[]> {
   if (stored.length === 0) return [];
   const sends: Array<Promise<TemplateSendOutcome>> = [];
@@ -215,14 +215,20 @@ async function sendPaced(
       const { key, message } = stored[next++];
       sends.push(
         // Held, not slept: a single send of this process may take this slot and leave us its later one (yieldTo).
-        ctx.bulkPacer.hold(channel.id, paceWaitMs).then(() => attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: 0, jobSpacingMs })).then(
-          (outcome) => outcomeOfAttempt(key, message, outcome),
-          (err: Error) => {
+        ctx.bulkPacer
+          .hold(channel.id, paceWaitMs)
+          .then(() =>
+            // The job stopped (paused, cancelled, failed) while this send waited for its slot: not sent now; the
+            // retry worker asks the job's state before it sends it (ADR 0018).
+            ctx.stoppedJobs.stoppedSince(req.templateJobId, req.issuedAt)
+              ? handOver(ctx, key, message, STOPPED_HAND_OVER_MS)
+              : attemptSend(ctx, message, { enqueueRetry: true, channel, paceWaitMs: 0, jobSpacingMs: req.minIntervalMs }).then((outcome) => outcomeOfAttempt(key, message, outcome)),
+          )
+          .catch((err: Error) => {
             // Stored and leased: the stalled-send sweep hands it to the worker once the lease ends.
             ctx.log.error({ messageId: message.id, err: err.message }, "template send attempt failed unexpectedly; left to the retry worker");
             return { key, outcome: "pending", messageId: message.id, providerMessageId: null } as const;
-          },
-        ),
+          }),
       );
     }
   });
@@ -236,10 +242,13 @@ async function sendPaced(
   return Promise.all(sends);
 }
 
-/** No slot within the budget: the worker sends it (its next attempt is due at once). */
-async function handOver(ctx: MessagingContext, key: string, message: MessageRow): Promise<TemplateSendOutcome> {
+/** A send of a job that stopped goes to the worker after this long (it asks the job's state then). */
+const STOPPED_HAND_OVER_MS = 1_000;
+
+/** No slot within the budget (or its job stopped): the worker sends it after `delayMs` (at once by default). */
+async function handOver(ctx: MessagingContext, key: string, message: MessageRow, delayMs = 0): Promise<TemplateSendOutcome> {
   try {
-    await deferToWorker(ctx, message, 0);
+    await deferToWorker(ctx, message, delayMs);
   } catch (err) {
     ctx.log.error({ messageId: message.id, err: (err as Error).message }, "template send hand-over failed; left to the stalled-send sweep");
   }

@@ -1,4 +1,4 @@
-import { dateInstant, MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type JobStateResponse, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
+import { dateInstant, MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, TEMPLATE_JOBS_SUBJECTS, type JobStateResponse, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
 import { BusUnavailableError, outboxOrigin, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
@@ -166,13 +166,18 @@ const CANCEL_POLL_MS = 25;
  * job is answered unchanged.
  */
 export async function cancelJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {
-  const row = await jobsRepository.cancel(ctx.db, organizationId, jobId);
-  if (!row) throw new ApiError("NOT_FOUND", "Template send job not found");
-  if (row.status !== "cancelled" || !row.lease_owner) return toJob(row);
+  const cancelled = await jobsRepository.cancel(ctx.db, organizationId, jobId);
+  if (!cancelled) throw new ApiError("NOT_FOUND", "Template send job not found");
+  const { row, cancelledNow } = cancelled;
+  if (!cancelledNow) return toJob(row);
+  announceStopped(ctx, [jobId]);
   ctx.cancelledJobs.add(jobId);
-  for (const deadline = Date.now() + CANCEL_WAIT_MS; Date.now() < deadline && (await jobsRepository.held(ctx.db, jobId)); ) {
-    // A run in this process wakes us when one of its batches is recorded; one elsewhere is seen by polling.
-    await (ctx.batches.inFlight(jobId) ? ctx.batches.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
+  // The run stopped: here, when it has ended (its batches recorded, its lease released); on another replica, when the
+  // lease is released or expired.
+  const running = async () => ctx.runs.inFlight(jobId) || (await jobsRepository.held(ctx.db, jobId));
+  for (const deadline = Date.now() + CANCEL_WAIT_MS; row.lease_owner && Date.now() < deadline && (await running()); ) {
+    // A run in this process wakes us when it ends; one elsewhere is seen by polling.
+    await (ctx.runs.inFlight(jobId) ? ctx.runs.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
   }
   await stopWaitingSends(ctx, organizationId, jobId);
   // Completed when it stopped sending, not when the cancel came.
@@ -186,20 +191,23 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
  * cancel answers so that its counts are final (ADR 0018). Messaging not answering: their events settle them later.
  */
 async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<void> {
-  if ((await jobsRepository.openCounts(ctx.db, jobId)).waiting === 0) return;
+  const waiting = await jobsRepository.waitingMessageIds(ctx.db, jobId);
+  if (waiting.length === 0) return;
   try {
-    const { results } = await ctx.bus.request(MESSAGING_RPC.stopTemplateSends, { organizationId, templateJobId: jobId }, { timeoutMs: STOP_TIMEOUT_MS });
-    await ctx.db.transaction(async (m) => {
-      for (const r of results) {
-        if (r.outcome === "pending") continue;
-        const state = r.outcome === "sent" ? "sent" : r.errorCode === OPTED_OUT_FAILURE_CODE ? "skipped" : "failed";
-        await jobsRepository.finalizeMessage(m, jobId, r.messageId, state, r.errorCode);
-      }
-    });
+    for (let i = 0; i < waiting.length; i += STOP_CHUNK) {
+      const messageIds = waiting.slice(i, i + STOP_CHUNK);
+      const { results } = await ctx.bus.request(MESSAGING_RPC.stopTemplateSends, { organizationId, templateJobId: jobId, messageIds }, { timeoutMs: STOP_TIMEOUT_MS });
+      const outcomes = results
+        .filter((r) => r.outcome !== "pending")
+        .map((r) => ({ messageId: r.messageId, state: r.outcome === "sent" ? ("sent" as const) : r.errorCode === OPTED_OUT_FAILURE_CODE ? ("skipped" as const) : ("failed" as const), errorCode: r.errorCode }));
+      await ctx.db.transaction((m) => jobsRepository.finalizeMessages(m, jobId, outcomes));
+    }
   } catch (err) {
     ctx.log.warn({ jobId, err: (err as Error).message }, "stopping a cancelled job's retried sends failed; their events will settle them");
   }
 }
+/** Message ids per stop request (its limit). */
+const STOP_CHUNK = 1_000;
 /** Bound of the stop request: messaging waits for an attempt running now (its lease: pacing, a provider call, a margin). */
 const STOP_TIMEOUT_MS = 30_000;
 
@@ -208,4 +216,18 @@ export async function jobState(ctx: TemplateJobsContext, organizationId: string,
   const row = await jobsRepository.byId(ctx.db, organizationId, jobId);
   if (!row) return { status: null, minIntervalMs: null };
   return { status: row.status, minIntervalMs: row.throttle_per_hour === null ? null : 3_600_000 / row.throttle_per_hour };
+}
+
+/**
+ * Tells every messaging replica that these jobs stopped sending (paused, cancelled, failed): the sends of their
+ * batches still waiting for a slot there are not made (`TEMPLATE_JOBS_SUBJECTS.jobsStopped`). Best effort: a lost
+ * broadcast leaves those to finish as before.
+ */
+export function announceStopped(ctx: TemplateJobsContext, jobIds: string[]): void {
+  if (jobIds.length === 0) return;
+  try {
+    ctx.bus.broadcast(TEMPLATE_JOBS_SUBJECTS.jobsStopped, { jobIds, at: Date.now() });
+  } catch (err) {
+    ctx.log.warn({ jobIds, err: (err as Error).message }, "announcing stopped jobs failed");
+  }
 }

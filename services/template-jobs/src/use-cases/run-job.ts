@@ -2,6 +2,7 @@ import { MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type TemplateSendOutcome } 
 import { RpcCallError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
+import { announceStopped } from "./jobs";
 import { templateById, type TemplateRow } from "../db/repositories/templates.repository";
 
 /** Numbers per opt-out check request: the request stays well under NATS' 1 MB payload (about 55,000 numbers). */
@@ -42,6 +43,7 @@ export interface RunOptions {
 export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: RunOptions): Promise<void> {
   const jobId = claimed.id;
   let current: Run | undefined;
+  ctx.runs.begin(jobId);
   try {
     const template = await templateById(ctx.db, claimed.template_id);
     if (!template) {
@@ -84,6 +86,7 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
   } finally {
     // A job that yielded its place is due again at once, behind the jobs that waited (the claim's order).
     await jobsRepository.release(ctx.db, jobId, opts.owner, current?.yielded ? 0 : null).catch(() => undefined);
+    ctx.runs.end(jobId);
   }
 }
 
@@ -136,6 +139,7 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
   if (status !== "approved") {
     if (status === "rejected" || status === "disabled") await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", `template ${status}`);
     else await jobsRepository.setStatus(ctx.db, jobId, ["running"], "paused");
+    announceStopped(ctx, [jobId]);
     run.stopped = true;
     return false;
   }
@@ -258,6 +262,7 @@ async function sendBatch(ctx: TemplateJobsContext, job: JobRow, template: Templa
         bodyParameters: r.body_parameters,
         buttonParameters: r.button_parameters,
       })),
+      issuedAt: Date.now(),
       // Slots are spaced on the job's timeline here; messaging keeps its provider calls that far apart too.
       ...(job.throttle_per_hour !== null ? { minIntervalMs: 3_600_000 / job.throttle_per_hour } : {}),
     },

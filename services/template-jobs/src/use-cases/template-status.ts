@@ -3,6 +3,7 @@ import { domainEvent, enqueue, PermanentError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
 import { templatesRepository } from "../db/repositories/templates.repository";
+import { announceStopped } from "./jobs";
 
 /** The provider's `event` of a `message_template_status_update` → our status (others, such as FLAGGED, change nothing). */
 const PROVIDER_STATUS: Record<string, TemplateStatus> = {
@@ -66,7 +67,8 @@ export async function applyTemplateStatus(
   reason: string | null,
   onlyOrganizationId?: string,
 ): Promise<number> {
-  return ctx.db.transaction(async (m) => {
+  const stopped: string[] = [];
+  const changedCount = await ctx.db.transaction(async (m) => {
     const templates = (await templatesRepository.lockByProvider(m, templateAccountId, providerTemplateId)).filter(
       (t) => onlyOrganizationId === undefined || t.organization_id === onlyOrganizationId,
     );
@@ -75,7 +77,7 @@ export async function applyTemplateStatus(
       if (t.status === status) continue;
       changed++;
       await templatesRepository.setStatus(m, t.id, status);
-      await jobsRepository.followTemplate(m, t.id, status);
+      stopped.push(...(await jobsRepository.followTemplate(m, t.id, status)));
       // `template.status_updated` carries `approved`, `rejected`, `paused` or `disabled` (service-spec.md, events):
       // a template back in review (`pending`) is stored, and announced by the event of its next decision.
       if (status === "pending") continue;
@@ -93,6 +95,8 @@ export async function applyTemplateStatus(
     }
     return changed;
   });
+  announceStopped(ctx, stopped);
+  return changedCount;
 }
 
 /** Handles one provider batch from the bus. */

@@ -121,7 +121,7 @@ export const jobsRepository = {
    * holding it sees the status at its next round and lets go once its batches in flight are recorded (`release`).
    * `settle_after`: when the sweep may settle recipients a dead run left `sending` (ADR 0018).
    */
-  async cancel(q: Queryable, organizationId: string, id: string): Promise<JobRow | null> {
+  async cancel(q: Queryable, organizationId: string, id: string): Promise<{ row: JobRow; cancelledNow: boolean } | null> {
     const rows = await run<JobRow>(
       q,
       `UPDATE ${SCHEMA}.jobs SET status = 'cancelled', completed_at = now(), updated_at = now(),
@@ -129,7 +129,9 @@ export const jobsRepository = {
        WHERE organization_id = $1 AND id = $2 AND status IN ('queued', 'running', 'paused') RETURNING *`,
       [organizationId, id],
     );
-    return rows[0] ?? this.byId(q, organizationId, id);
+    if (rows[0]) return { row: rows[0], cancelledNow: true };
+    const row = await this.byId(q, organizationId, id);
+    return row && { row, cancelledNow: false };
   },
 
   /** A cancelled job's `completed_at` is now: when its run stopped sending. */
@@ -165,20 +167,22 @@ export const jobsRepository = {
     await run(q, `UPDATE ${SCHEMA}.jobs SET settle_after = clock_timestamp() + $2 * interval '1 millisecond' WHERE id = $1`, [id, ms]);
   },
 
-  /** The jobs of a template follow its status (in the status change's transaction). */
-  async followTemplate(q: Queryable, templateId: string, status: TemplateStatus): Promise<void> {
+  /** The jobs of a template follow its status (in the status change's transaction); answers the jobs that stopped sending. */
+  async followTemplate(q: Queryable, templateId: string, status: TemplateStatus): Promise<string[]> {
+    let rows: Array<{ id: string }> = [];
     if (status === "paused") {
-      await run(q, `UPDATE ${SCHEMA}.jobs SET status = 'paused', updated_at = now() WHERE template_id = $1 AND status = 'running'`, [templateId]);
+      rows = await run(q, `UPDATE ${SCHEMA}.jobs SET status = 'paused', updated_at = now() WHERE template_id = $1 AND status = 'running' RETURNING id`, [templateId]);
     } else if (status === "approved") {
       await run(q, `UPDATE ${SCHEMA}.jobs SET status = 'running', run_after = NULL, updated_at = now() WHERE template_id = $1 AND status = 'paused'`, [templateId]);
     } else if (status === "rejected" || status === "disabled") {
-      await run(
+      rows = await run(
         q,
         `UPDATE ${SCHEMA}.jobs SET status = 'failed', failure_reason = $2, completed_at = now(), updated_at = now()
-         WHERE template_id = $1 AND status IN ('queued', 'running', 'paused')`,
+         WHERE template_id = $1 AND status IN ('queued', 'running', 'paused') RETURNING id`,
         [templateId, `template ${status}`],
       );
     }
+    return rows.map((r) => r.id);
   },
 
   /**
@@ -404,6 +408,23 @@ export const jobsRepository = {
     ]);
   },
 
+  /**
+   * Final outcomes of several sends messaging was retrying, by message id, in one statement (then one count): rows
+   * are locked in one go, so a `message.*` event finalizing one of them at the same time waits, never deadlocks.
+   */
+  async finalizeMessages(q: Queryable, jobId: string, outcomes: Array<{ messageId: string; state: "sent" | "failed" | "skipped"; errorCode: string | null }>): Promise<void> {
+    if (outcomes.length === 0) return;
+    const rows = await run<{ state: string }>(
+      q,
+      `UPDATE ${SCHEMA}.job_recipients r SET state = o.state, error_code = o.error_code, updated_at = now()
+       FROM unnest($2::text[], $3::text[], $4::text[]) AS o(message_id, state, error_code)
+       WHERE r.job_id = $1 AND r.message_id = o.message_id AND r.state = 'waiting'
+       RETURNING r.state`,
+      [jobId, outcomes.map((o) => o.messageId), outcomes.map((o) => o.state), outcomes.map((o) => o.errorCode)],
+    );
+    await this.count(q, jobId, rows.map((r) => r.state));
+  },
+
   /** The final outcome of a send messaging was retrying (`message.sent` / `message.failed`). */
   async finalizeMessage(q: Queryable, jobId: string, messageId: string, state: "sent" | "failed" | "skipped", errorCode: string | null): Promise<"updated" | "known" | "unknown"> {
     const rows = await run<{ state: string }>(
@@ -418,6 +439,16 @@ export const jobsRepository = {
     }
     const known = await run(q, `SELECT 1 FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND message_id = $2`, [jobId, messageId]);
     return known.length ? "known" : "unknown";
+  },
+
+  /** The message ids of the job's `waiting` recipients (messaging retries their sends). */
+  async waitingMessageIds(q: Queryable, jobId: string): Promise<string[]> {
+    const rows = await run<{ message_id: string }>(
+      q,
+      `SELECT message_id FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state = 'waiting' AND message_id IS NOT NULL ORDER BY seq`,
+      [jobId],
+    );
+    return rows.map((r) => r.message_id);
   },
 
   async openCounts(q: Queryable, jobId: string): Promise<{ unsent: number; waiting: number }> {
