@@ -147,7 +147,7 @@ describe("unit: JobSpacer (a throttled job's provider calls at least its interva
     expect(other.waitedMs).to.equal(0);
   });
 
-  it("a send that ended without a call (skipped) leaves the next one the previous call's spacing", async () => {
+  it("a send that ended without a call (notCalled) leaves the next one the previous call's spacing", async () => {
     const c = clock();
     const s = new JobSpacer(c.now, c.sleep);
     const first = await s.turn("job", 100);
@@ -156,7 +156,7 @@ describe("unit: JobSpacer (a throttled job's provider calls at least its interva
     const skipped = await s.turn("job", 100);
     const spacing = 100 + jobSpacingMargin(100);
     expect(c.now() - called).to.equal(spacing);
-    skipped.skip();
+    skipped.notCalled();
     const next = await s.turn("job", 100);
     // Spaced from the call made, not from the skipped turn: no further wait.
     expect(next.waitedMs).to.equal(0);

@@ -206,7 +206,7 @@ export async function attemptSend(
   try {
     return await checkAndCall(ctx, message, channel, attempt, waited, opts, jobTurn);
   } finally {
-    jobTurn?.skip();
+    jobTurn?.notCalled();
   }
 }
 

@@ -246,7 +246,7 @@ export const jobSpacingMargin = (intervalMs: number) => Math.min(50, Math.max(5,
  * passes messaging's own steps (opt-out check, store, pacing) in a variable time: a late send followed by one on time
  * reached the provider less than an interval after it (889 ms apart at 3,600 an hour on a busy machine). `turn` holds
  * a send until the interval (and `jobSpacingMargin`) after the job's previous provider call here, and serializes the
- * job's sends until `called` (or `skip`) marks the call made or not: lateness stays lateness, never a shorter gap.
+ * job's sends until `called` (or `notCalled`) marks the call made or not: lateness stays lateness, never a shorter gap.
  * Sends of one job through several messaging replicas are spaced by template-jobs' timeline only.
  */
 export class JobSpacer {
@@ -257,8 +257,8 @@ export class JobSpacer {
     private readonly wait: (ms: number) => Promise<void> = sleep,
   ) {}
 
-  /** Waits for the job's turn; the answer marks the call made (`called`) or not made (`skip`): the next send's turn then starts. */
-  async turn(jobId: string, intervalMs: number): Promise<{ waitedMs: number; called(): void; skip(): void }> {
+  /** Waits for the job's turn; the answer marks the call made (`called`) or not made (`notCalled`): the next send's turn then starts. */
+  async turn(jobId: string, intervalMs: number): Promise<{ waitedMs: number; called(): void; notCalled(): void }> {
     const from = this.now();
     let job = this.jobs.get(jobId);
     if (!job) {
@@ -284,7 +284,7 @@ export class JobSpacer {
       if (called) state.lastCall = this.now();
       done();
     };
-    return { waitedMs: this.now() - from, called: () => end(true), skip: () => end(false) };
+    return { waitedMs: this.now() - from, called: () => end(true), notCalled: () => end(false) };
   }
 
   private prune(now: number): void {
