@@ -1,10 +1,11 @@
 import { expect } from "chai";
-import type { DataSource } from "typeorm";
+import type { DataSource, EntityManager } from "typeorm";
 import { openDatabase } from "@platform/db";
 import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
 import { HotStatusUpdates1764400000000 } from "../src/db/migrations/1764400000000-HotStatusUpdates";
 import { findStalledPending, messagesRepository } from "../src/db/repositories/messages.repository";
 import { definition } from "../src/service";
+import { countUpdates as countUpdatesOf } from "./helpers/updates";
 
 /**
  * Status callbacks change `messages.status` in place (issue 12): no index of the
@@ -27,23 +28,7 @@ describe("status changes as HOT updates", () => {
     await env?.cleanup();
   });
 
-  /** Updates of `messaging.messages` in `work`'s transaction, and how many were HOT. */
-  async function countUpdates<T>(work: (tx: import("typeorm").EntityManager) => Promise<T>): Promise<{ result: T; updated: number; hot: number }> {
-    // The backend's counts not yet flushed to the statistics (earlier transactions' too): the difference is this work's.
-    const counts = async (tx: import("typeorm").EntityManager) => {
-      const [row] = await tx.query(
-        `SELECT pg_stat_get_xact_tuples_updated('messaging.messages'::regclass)::int AS updated,
-                pg_stat_get_xact_tuples_hot_updated('messaging.messages'::regclass)::int AS hot`,
-      );
-      return row as { updated: number; hot: number };
-    };
-    return ds.transaction(async (tx) => {
-      const before = await counts(tx);
-      const result = await work(tx);
-      const after = await counts(tx);
-      return { result, updated: after.updated - before.updated, hot: after.hot - before.hot };
-    });
-  }
+  const countUpdates = <T>(work: (tx: EntityManager) => Promise<T>) => countUpdatesOf(ds, "messaging.messages", work);
 
   it("no index of messages reads status, updated_at or the error columns", async () => {
     const rows: Array<{ name: string; def: string }> = await ds.query(

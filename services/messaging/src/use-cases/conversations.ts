@@ -27,12 +27,13 @@ export async function listConversations(
 export async function closeIdleConversations(ctx: MessagingContext, batchSize = 500): Promise<number> {
   let total = 0;
   for (;;) {
-    const closed = await ctx.db.transaction(async (tx) => {
-      const rows = await conversationsRepository.closeIdle(tx, ctx.env.CONVERSATION_IDLE_TIMEOUT_MS, batchSize);
-      await enqueue(tx, "messaging", rows.map((r) => conversationEvent(r, "conversation.closed")));
-      return rows.length;
+    const { closed, candidates } = await ctx.db.transaction(async (tx) => {
+      const step = await conversationsRepository.closeIdle(tx, ctx.env.CONVERSATION_IDLE_TIMEOUT_MS, batchSize);
+      await enqueue(tx, "messaging", step.closed.map((r) => conversationEvent(r, "conversation.closed")));
+      return step;
     });
-    total += closed;
-    if (closed < batchSize) return total;
+    total += closed.length;
+    // A step of candidates that were all still active closes none, but more may be behind them.
+    if (candidates < batchSize) return total;
   }
 }

@@ -12,6 +12,8 @@ export class ConversationEntity {
   @Column({ name: "opened_at", type: "timestamptz" }) openedAt!: Date;
   @Column({ name: "closed_at", type: "timestamptz", nullable: true }) closedAt!: Date | null;
   @Column({ name: "last_message_at", type: "timestamptz" }) lastMessageAt!: Date;
+  /** A lower bound of `lastMessageAt` the idle sweep's index reads; a message leaves it as it is (HOT touches). */
+  @Column({ name: "idle_from", type: "timestamptz", default: () => "now()" }) idleFrom!: Date;
   @Column({ name: "created_at", type: "timestamptz" }) createdAt!: Date;
   @Column({ name: "updated_at", type: "timestamptz" }) updatedAt!: Date;
 }

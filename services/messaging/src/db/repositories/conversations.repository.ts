@@ -93,19 +93,32 @@ export const conversationsRepository = {
   },
 
   /**
-   * Closes up to `limit` conversations idle for `idleMs`; rows another transaction holds are left for the next sweep.
-   * The cutoff is `now()` (the statement's start, stable), not `clock_timestamp()` (volatile): only a stable cutoff
-   * can bound the index scan, and with the volatile one every sweep read every open conversation.
+   * One step of the idle sweep: up to `limit` open conversations whose `idle_from` is older than `idleMs` (the
+   * candidates, read through the index, in that order); those whose last message is that old too are closed, the
+   * others get `idle_from = last_message_at` so that the next steps pass them (ADR 0020). `idle_from` is never later
+   * than `last_message_at`, so every idle conversation is a candidate. Rows another transaction holds are left for the
+   * next sweep. The cutoff is `now()` (the statement's start, stable), not `clock_timestamp()` (volatile): only a
+   * stable cutoff can bound the index scan. `candidates` below `limit` means none is left.
    */
-  async closeIdle(q: Queryable, idleMs: number, limit: number): Promise<ConversationRow[]> {
-    return run(q,
-      `WITH idle AS (
-         SELECT id FROM ${SCHEMA}.conversations
-         WHERE status = 'open' AND last_message_at < now() - $1 * interval '1 millisecond'
-         ORDER BY last_message_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-       UPDATE ${SCHEMA}.conversations c SET status = 'closed', closed_at = clock_timestamp(), updated_at = clock_timestamp()
-       FROM idle WHERE c.id = idle.id RETURNING c.*`,
+  async closeIdle(q: Queryable, idleMs: number, limit: number): Promise<{ closed: ConversationRow[]; candidates: number }> {
+    // FOR UPDATE reads each candidate's latest `last_message_at` (a touch that committed meanwhile is seen).
+    const rows = await run<ConversationRow & { candidates: number }>(q,
+      `WITH candidate AS (
+         SELECT id, last_message_at < now() - $1 * interval '1 millisecond' AS idle FROM ${SCHEMA}.conversations
+         WHERE status = 'open' AND idle_from < now() - $1 * interval '1 millisecond'
+         ORDER BY idle_from LIMIT $2 FOR UPDATE SKIP LOCKED
+       ), refreshed AS (
+         UPDATE ${SCHEMA}.conversations c SET idle_from = c.last_message_at
+         FROM candidate WHERE c.id = candidate.id AND NOT candidate.idle
+       ), closed AS (
+         UPDATE ${SCHEMA}.conversations c SET status = 'closed', closed_at = clock_timestamp(), updated_at = clock_timestamp()
+         FROM candidate WHERE c.id = candidate.id AND candidate.idle RETURNING c.*
+       )
+       SELECT closed.*, (SELECT count(*) FROM candidate)::int AS candidates FROM (SELECT 1) one LEFT JOIN closed ON true`,
       [idleMs, limit],
     );
+    const candidates = rows[0]?.candidates ?? 0;
+    const closed = rows.filter((r) => r.id !== null).map(({ candidates: _, ...r }) => r as ConversationRow);
+    return { closed, candidates };
   },
 };
