@@ -349,6 +349,28 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
   });
 
+  it("a recipient left `waiting` whose event never came is settled from messaging's outcome: the job completes, nobody sent again", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(3);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    expect(await waitForJob(h, org, job.id, "completed")).to.include({ sent: 3 });
+    // As if messaging had answered `pending` for one of them and its `message.sent` had gone astray, an hour ago.
+    await db().query(
+      `UPDATE template_jobs.job_recipients SET state = 'waiting', updated_at = now() - interval '1 hour' WHERE job_id = $1 AND seq = 1`,
+      [job.id],
+    );
+    await db().query(
+      `UPDATE template_jobs.jobs SET status = 'running', sent = sent - 1, completed_at = NULL, run_after = NULL, lease_owner = NULL, lease_until = NULL
+       WHERE id = $1`,
+      [job.id],
+    );
+    expect(await getJob(h, org, job.id)).to.include({ status: "running", sent: 2 });
+    const done = await waitForJob(h, org, job.id, "completed");
+    expect(done).to.include({ sent: 3, failed: 0, skipped: 0 });
+    expect(done.completedAt).to.be.a("string");
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
   it("counts permanent provider refusals as failed, once, and still completes", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(4);

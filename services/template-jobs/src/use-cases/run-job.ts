@@ -81,7 +81,8 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
       await jobsRepository.releaseUntilNextSlot(ctx.db, jobId, opts.owner, THROTTLE_LEAD_MS);
     } else if (!run.stopped && !(await jobsRepository.completeIfDone(ctx.db, jobId))) {
       // Only `waiting` recipients are left (messaging retries them; their events finish the job), or a lane stopped early.
-      await jobsRepository.release(ctx.db, jobId, opts.owner, WAITING_RECHECK_MS);
+      // Those waiting for long are looked up: an event that never came must not hold the job open for ever.
+      if (!(await settleOverdueWaiting(ctx, claimed))) await jobsRepository.release(ctx.db, jobId, opts.owner, WAITING_RECHECK_MS);
     }
   } finally {
     // A job that yielded its place is due again at once, behind the jobs that waited (the claim's order).
@@ -295,6 +296,44 @@ export async function settleCancelled(ctx: TemplateJobsContext, job: JobRow): Pr
     settled += results.length;
   }
   return settled;
+}
+
+/**
+ * A recipient `waiting` this long has had no `message.sent` / `message.failed` recorded: messaging may still be
+ * retrying its send (the provider down for a while), or the event went astray. Either way one lookup says.
+ */
+export const WAITING_LOOKUP_AFTER_MS = 30_000;
+
+/**
+ * The job's recipients `waiting` for longer than WAITING_LOOKUP_AFTER_MS, settled from messaging's stored outcome
+ * (`rpc.messaging.template.lookup.v1`, which sends nothing) as their events would have: the job's counts do not
+ * depend on every event arriving. Sends still pending there stay `waiting`. True when the job completed.
+ */
+export async function settleOverdueWaiting(ctx: TemplateJobsContext, job: JobRow): Promise<boolean> {
+  try {
+    const rows = await jobsRepository.waitingSince(ctx.db, job.id, WAITING_LOOKUP_AFTER_MS, SETTLE_CHUNK);
+    if (rows.length === 0) return false;
+    const { results } = await ctx.bus.request(
+      MESSAGING_RPC.lookupTemplateSends,
+      { organizationId: job.organization_id, keys: rows.map((r) => sendKey(job.id, r.seq)) },
+      { timeoutMs: ctx.env.RPC_TIMEOUT_MS },
+    );
+    const outcomes = results.flatMap((r) => {
+      if (r.outcome === "pending" || !r.messageId) return [];
+      const errorCode = r.error?.code ?? null;
+      const state = r.outcome === "sent" ? "sent" : r.outcome === "opted_out" || errorCode === OPTED_OUT_FAILURE_CODE ? "skipped" : "failed";
+      return [{ messageId: r.messageId, state: state as "sent" | "failed" | "skipped", errorCode }];
+    });
+    if (outcomes.length === 0) return false;
+    ctx.log.warn({ jobId: job.id, settled: outcomes.length }, "template sends waiting without their event settled from messaging's outcome");
+    return await ctx.db.transaction(async (m) => {
+      await jobsRepository.finalizeMessages(m, job.id, outcomes);
+      return jobsRepository.completeIfDone(m, job.id);
+    });
+  } catch (err) {
+    ctx.log.warn({ jobId: job.id, err: (err as Error).message }, "looking up overdue waiting sends failed; will look again");
+    return false;
+  }
 }
 
 /** The outcomes in one transaction; a send missing from the answer stays `sending` (sent again with its key). */

@@ -441,6 +441,17 @@ export const jobsRepository = {
     return known.length ? "known" : "unknown";
   },
 
+  /** The job's recipients `waiting` since longer than `olderThanMs` (their send's event is overdue), in seq order. */
+  async waitingSince(q: Queryable, jobId: string, olderThanMs: number, limit: number): Promise<Array<{ seq: number; message_id: string }>> {
+    return run(
+      q,
+      `SELECT seq, message_id FROM ${SCHEMA}.job_recipients
+       WHERE job_id = $1 AND state = 'waiting' AND message_id IS NOT NULL AND updated_at < now() - $2 * interval '1 millisecond'
+       ORDER BY seq LIMIT $3`,
+      [jobId, olderThanMs, limit],
+    );
+  },
+
   /** The message ids of the job's `waiting` recipients (messaging retries their sends). */
   async waitingMessageIds(q: Queryable, jobId: string): Promise<string[]> {
     const rows = await run<{ message_id: string }>(
