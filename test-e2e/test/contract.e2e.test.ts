@@ -171,5 +171,13 @@ describe("e2e: contract rules on every route", function () {
     expect(other.status).to.equal(422);
     expect(other.body.error.code).to.equal("IDEMPOTENCY_KEY_REUSED");
     expect(ch.status).to.equal(201);
+    // The key is the organization's, not the endpoint's: a bulk send under it is another request too.
+    const bulk = await e2e.call("POST", "/api/v1/templates/send", {
+      token: o.key,
+      body: { templateId: "tpl_none", messagingChannelId: ch.body.id, recipients: [{ phone: "+15550001111" }] },
+      headers,
+    });
+    expect(bulk.status).to.equal(422);
+    expect(bulk.body.error.code).to.equal("IDEMPOTENCY_KEY_REUSED");
   });
 });

@@ -5,6 +5,7 @@ import { httpServerSpan } from "@platform/telemetry";
 import { bearerKey, hashApiKey } from "./auth/api-keys";
 import type { AuthCache } from "./auth/key-cache";
 import { planCovers } from "./plans";
+import { keyedEndpoint, type IdempotencyScopes } from "./use-cases/idempotency-scopes";
 import type { ForwardedRequest, ProxyHandler } from "./proxy";
 import { rateLimitHeaders, type RateLimiter } from "./rate-limit/limiter";
 
@@ -40,8 +41,10 @@ export function createApiFront(deps: {
   routes: ApiRoute[];
   metrics: Metrics;
   log: Logger;
+  /** The organization-wide scope of `Idempotency-Key` (ADR 0021). */
+  idempotency: IdempotencyScopes;
 }): (req: IncomingMessage, res: ServerResponse) => void {
-  const { cache, limiter, metrics, log } = deps;
+  const { cache, limiter, metrics, log, idempotency } = deps;
   const routes = deps.routes.map((r) => ({ ...r, prefix: `${API_ROOT}${r.prefix}`.toLowerCase() }));
 
   const rejected = metrics.counter("gateway_rate_limit_rejections_total", "Requests refused with 429 by an organization's rate limit", ["plan"]);
@@ -77,6 +80,8 @@ export function createApiFront(deps: {
     if (!planCovers(org.plan, req.method ?? "GET", lower)) {
       throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
     }
+    const keyed = keyedEndpoint(req.method, lower);
+    if (keyed && req.headers["idempotency-key"] !== undefined) await idempotency.check(org.id, keyed, req.headers["idempotency-key"]);
     (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId, trace: ctx.trace };
     target.proxy(req, res);
   };

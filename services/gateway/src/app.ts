@@ -25,6 +25,7 @@ import { registerOpenApi } from "./routes/openapi";
 import { createProviderFront, isPlainProviderPost, registerProviderWebhooks } from "./routes/provider_webhooks";
 import { ApiKeys } from "./use-cases/api-keys";
 import { ConsoleSessions } from "./use-cases/console-sessions";
+import { IdempotencyScopes } from "./use-cases/idempotency-scopes";
 import { ConsoleUsers } from "./use-cases/console-users";
 import { Organizations } from "./use-cases/organizations";
 
@@ -49,6 +50,7 @@ export interface Gateway {
   cache: AuthCache;
   limiter: RateLimiter;
   sessions: ConsoleSessions;
+  idempotency: IdempotencyScopes;
   stop(): Promise<void>;
 }
 
@@ -115,6 +117,8 @@ export function createGateway(deps: GatewayDeps): Gateway {
   bus.onReconnect(() => cache.clear());
   cache.startUsageFlush();
   sessions.startSweeper(undefined, (err) => log.warn({ err: err.message }, "console session sweep failed"));
+  const idempotency = new IdempotencyScopes(db);
+  idempotency.startSweeper(undefined, (err) => log.warn({ err: err.message }, "idempotency key sweep failed"));
   limiter.start();
   const relay = new OutboxRelay({ databaseUrl: env.DATABASE_URL, schema: "gateway", bus, log });
   relay.start();
@@ -230,6 +234,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
     limiter,
     metrics,
     log,
+    idempotency,
     routes: ROUTES.flatMap((r) => r.api.map((prefix) => ({ prefix, proxy: proxies.get(r.name)! }))),
   });
 
@@ -242,9 +247,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
     cache,
     limiter,
     sessions,
+    idempotency,
     stop: async () => {
       limiter.stop();
       sessions.stopSweeper();
+      idempotency.stopSweeper();
       await cache.stop();
       await relay.stop();
     },

@@ -183,6 +183,40 @@ describe("gateway: routing, plans and provider webhooks", () => {
     expect(seen.received.map((m) => m.data.body)).to.deep.equal([body, marker]);
     await seen.close();
   });
+
+  it("an Idempotency-Key is the organization's: on the other keyed endpoint within 24 hours it is 422 IDEMPOTENCY_KEY_REUSED, unseen by the service", async () => {
+    const a = await h.organization({ plan: "growth" });
+    const b = await h.organization({ plan: "growth" });
+    const key = `order-${Math.random().toString(36).slice(2)}`;
+    const post = (o: { key: string }, path: string, idempotencyKey?: string) => {
+      const req = request(h.url).post(path).set("Authorization", `Bearer ${o.key}`);
+      return (idempotencyKey === undefined ? req : req.set("Idempotency-Key", idempotencyKey)).send({ to: "+15550001111", text: "hi" });
+    };
+    expect((await post(a, "/api/v1/messages", key)).body.url).to.equal("/api/v1/messages");
+    // The same endpoint again, in any spelling: the service's to answer (a replay, or 422 for another body).
+    expect((await post(a, "/API/V1/Messages/", key)).status).to.equal(200);
+    for (const path of ["/api/v1/templates/send", "/api/v1/Templates//Send/"]) {
+      const res = await post(a, path, key);
+      expect(res.status, path).to.equal(422);
+      expect(res.body.error.code, path).to.equal("IDEMPOTENCY_KEY_REUSED");
+      expect(res.body).to.not.have.property("url");
+    }
+    // Another organization's key of the same spelling is its own; requests without a key, or with one the service
+    // refuses as malformed, and reads are not looked at.
+    expect((await post(b, "/api/v1/templates/send", key)).status).to.equal(200);
+    expect((await post(a, "/api/v1/templates/send")).status).to.equal(200);
+    expect((await post(a, "/api/v1/templates/send", "x".repeat(256))).status).to.equal(200);
+    expect((await request(h.url).get("/api/v1/contacts").set("Authorization", `Bearer ${a.key}`).set("Idempotency-Key", key)).status).to.equal(200);
+    // After 24 hours the key is free for either endpoint, and the next use binds it again.
+    await h.db.query(`UPDATE gateway.idempotency_scopes SET expires_at = now() - interval '1 second' WHERE organization_id = $1`, [a.id]);
+    expect((await post(a, "/api/v1/templates/send", key)).status).to.equal(200);
+    expect((await post(a, "/api/v1/messages", key)).status).to.equal(422);
+    // Expired keys are swept.
+    await h.db.query(`UPDATE gateway.idempotency_scopes SET expires_at = now() - interval '1 second' WHERE organization_id = $1`, [b.id]);
+    expect(await h.replicas[0].gateway.idempotency.sweep()).to.be.at.least(1);
+    const left: Array<{ organization_id: string }> = await h.db.query(`SELECT organization_id FROM gateway.idempotency_scopes WHERE key = $1`, [key]);
+    expect(left.map((r) => r.organization_id)).to.deep.equal([a.id]);
+  });
 });
 
 describe("gateway: the provider's batches on their node:http front answer as express did", () => {

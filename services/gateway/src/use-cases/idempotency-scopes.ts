@@ -1,0 +1,69 @@
+import type { DataSource } from "typeorm";
+import { IdempotencyKey } from "@platform/contracts";
+import { ApiError } from "@platform/http";
+
+/** As long as the services keep a key's answer (contract: "within 24 hours"). */
+export const IDEMPOTENCY_SCOPE_TTL_MS = 24 * 3_600_000;
+
+/** The keyed endpoints (contract, "Idempotency") by their normalized path under /api/v1. */
+const KEYED: ReadonlyMap<string, string> = new Map([
+  ["/api/v1/messages", "messages"],
+  ["/api/v1/messages/", "messages"],
+  ["/api/v1/templates/send", "templates/send"],
+  ["/api/v1/templates/send/", "templates/send"],
+]);
+
+/** The keyed endpoint a request is for, or undefined (not a keyed POST). `path` is lower-case, slashes collapsed. */
+export function keyedEndpoint(method: string | undefined, path: string): string | undefined {
+  return method === "POST" ? KEYED.get(path) : undefined;
+}
+
+/**
+ * An `Idempotency-Key` is scoped to the organization (contract, "Idempotency"), while each keyed service keeps the
+ * answers of its own endpoint. The gateway remembers the endpoint each key was first used on for 24 hours: the same
+ * key on the other endpoint is a key used before with a different request, 422 `IDEMPOTENCY_KEY_REUSED`, and neither
+ * service sees it (ADR 0021). One statement per keyed request; requests without the header cost nothing.
+ */
+export class IdempotencyScopes {
+  private sweeper?: NodeJS.Timeout;
+
+  constructor(private readonly db: DataSource) {}
+
+  /** Throws 422 when `key` was used on another endpoint of the organization within 24 hours. A malformed key is the service's to refuse. */
+  async check(organizationId: string, endpoint: string, key: string | string[] | undefined): Promise<void> {
+    if (typeof key !== "string" || !IdempotencyKey.safeParse(key).success) return;
+    const rows: Array<{ endpoint: string }> = await this.db.query(
+      `INSERT INTO gateway.idempotency_scopes AS s (organization_id, key, endpoint, expires_at)
+       VALUES ($1, $2, $3, clock_timestamp() + $4 * interval '1 millisecond')
+       ON CONFLICT (organization_id, key) DO UPDATE SET
+         endpoint = CASE WHEN s.expires_at <= clock_timestamp() THEN EXCLUDED.endpoint ELSE s.endpoint END,
+         expires_at = CASE WHEN s.expires_at <= clock_timestamp() THEN EXCLUDED.expires_at ELSE s.expires_at END
+       RETURNING endpoint`,
+      [organizationId, key, endpoint, IDEMPOTENCY_SCOPE_TTL_MS],
+    );
+    if (rows[0]?.endpoint !== endpoint) {
+      throw new ApiError("IDEMPOTENCY_KEY_REUSED", `This Idempotency-Key was used with a different request (POST /api/v1/${rows[0]?.endpoint})`);
+    }
+  }
+
+  /** Keys past their 24 hours, deleted in bounded steps. */
+  async sweep(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [, n] = await this.db.query(
+        `DELETE FROM gateway.idempotency_scopes WHERE ctid IN (SELECT ctid FROM gateway.idempotency_scopes WHERE expires_at <= now() LIMIT 5000)`,
+      );
+      total += Number(n ?? 0);
+      if (Number(n ?? 0) < 5000) return total;
+    }
+  }
+
+  startSweeper(everyMs = 10 * 60_000, onError: (err: Error) => void = () => undefined): void {
+    this.sweeper = setInterval(() => void this.sweep().catch(onError), everyMs);
+    this.sweeper.unref();
+  }
+
+  stopSweeper(): void {
+    clearInterval(this.sweeper);
+  }
+}
