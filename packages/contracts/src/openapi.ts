@@ -27,7 +27,7 @@ const DESCRIPTIONS: Record<number, string> = {
   404: "Not found",
   409: "Conflict",
   413: "Body over the size limit (`PAYLOAD_TOO_LARGE`)",
-  422: "Idempotency key reused with a different body",
+  422: "Idempotency key reused with a different body, or on the other keyed endpoint",
   429: "Rate limited (`RATE_LIMITED`); see `Retry-After`",
   503: "A dependency is down; safe to retry",
 };
@@ -59,7 +59,10 @@ const idempotencyHeader = z.object({
     .min(1)
     .max(255)
     .optional()
-    .meta({ description: "repeat with the same key and body within 24 h returns the first answer (`Idempotent-Replayed: true`)" }),
+    .meta({
+      description:
+        "repeat with the same key and body within 24 h returns the first answer (`Idempotent-Replayed: true`); the key is the organization's: another body, or the other keyed endpoint, is 422 `IDEMPOTENCY_KEY_REUSED`",
+    }),
 });
 
 export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
