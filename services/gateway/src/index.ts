@@ -6,7 +6,7 @@ import { createHttpServer } from "@platform/http";
 import { createLogger } from "@platform/logging";
 import { Lifecycle, waitFor } from "@platform/runtime";
 import { startTracing } from "@platform/telemetry";
-import { createGateway } from "./app";
+import { createGateway } from "./service";
 import { definitionEntities, definitionMigrations, SCHEMA } from "./db/definition";
 import { envSchema } from "./env";
 

@@ -6,7 +6,7 @@ import { openDatabase, type DataSource } from "@platform/db";
 import { createHttpServer } from "@platform/http";
 import { createLogger } from "@platform/logging";
 import { createTestEnvironment, type TestEnvironment } from "@platform/testing";
-import { createGateway, envSchema, type Gateway, type GatewayEnv } from "../src/app";
+import { createGateway, envSchema, type Gateway, type GatewayEnv } from "../src/service";
 import { definitionEntities, definitionMigrations, SCHEMA } from "../src/db/definition";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";

@@ -7,7 +7,7 @@ import type { Bus } from "@platform/bus";
 import { ApiError, INTERNAL_HEADERS, logFinished, requestIdFor, type Metrics } from "@platform/http";
 import { withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { httpServerSpan } from "@platform/telemetry";
-import { sendError } from "../api-front";
+import { sendError } from "./api_front";
 
 export function verifyProviderSignature(rawBody: Buffer, header: string | undefined, appSecret: string): boolean {
   if (!header || !header.startsWith("sha256=")) return false;

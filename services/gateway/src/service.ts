@@ -1,18 +1,17 @@
 import type { RequestListener } from "node:http";
 import express, { type Express, type RequestHandler } from "express";
 import type { DataSource } from "typeorm";
-import { SUBJECTS } from "@platform/contracts";
 import { OutboxRelay, type Bus } from "@platform/bus";
 import { pingDatabase } from "@platform/db";
 import { ApiError, CursorCodec, createMetrics, instrumentBus, instrumentOutbox, errorHandler, healthRoutes, jsonBody, notFound, refuseNulInUrl, requestId, type Metrics } from "@platform/http";
 import type { Logger } from "@platform/logging";
-import { createApiFront, isApiPath } from "./api-front";
+import { createApiFront, isApiPath } from "./routes/api_front";
 import { checkOrigin, consoleSession, writesNeed } from "./auth/console";
 import { adminAuth } from "./auth/middleware";
 import { AuthCache } from "./auth/key-cache";
 import type { GatewayEnv } from "./env";
-import { planCovers } from "./plans";
-import { proxyTo } from "./proxy";
+import { planCovers } from "./use-cases/plans";
+import { proxyTo } from "./routes/proxy";
 import { RateLimiter } from "./rate-limit/limiter";
 import { instrumentRateLimitSync } from "./rate-limit/metrics";
 import { registerAdminApiKeys } from "./routes/admin_api_keys";
@@ -26,6 +25,7 @@ import { createProviderFront, isPlainProviderPost, registerProviderWebhooks } fr
 import { ApiKeys } from "./use-cases/api-keys";
 import { ConsoleSessions } from "./use-cases/console-sessions";
 import { IdempotencyScopes } from "./use-cases/idempotency-scopes";
+import { listenToBroadcasts } from "./bus/broadcasts";
 import { ConsoleUsers } from "./use-cases/console-users";
 import { Organizations } from "./use-cases/organizations";
 
@@ -111,10 +111,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
   });
   const metrics = deps.metrics ?? createMetrics("gateway");
 
-  bus.onBroadcast(SUBJECTS.apiKeyRevoked, ({ keyId }) => cache.evictKey(keyId));
-  bus.onBroadcast(SUBJECTS.organizationChanged, ({ organizationId }) => cache.evictOrganization(organizationId));
-  // A broadcast may have been missed while disconnected: start cold rather than trust the cache.
-  bus.onReconnect(() => cache.clear());
+  listenToBroadcasts(bus, cache);
   cache.startUsageFlush();
   sessions.startSweeper(undefined, (err) => log.warn({ err: err.message }, "console session sweep failed"));
   const idempotency = new IdempotencyScopes(db);

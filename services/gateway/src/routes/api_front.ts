@@ -2,12 +2,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { ApiError, INTERNAL_HEADERS, logFinished, requestIdFor, toApiError, type Metrics } from "@platform/http";
 import { withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { httpServerSpan } from "@platform/telemetry";
-import { bearerKey, hashApiKey } from "./auth/api-keys";
-import type { AuthCache } from "./auth/key-cache";
-import { planCovers } from "./plans";
-import { keyedEndpoint, type IdempotencyScopes } from "./use-cases/idempotency-scopes";
+import { bearerKey, hashApiKey } from "../auth/api-keys";
+import type { AuthCache } from "../auth/key-cache";
+import { planCovers } from "../use-cases/plans";
+import { keyedEndpoint, type IdempotencyScopes } from "../use-cases/idempotency-scopes";
 import type { ForwardedRequest, ProxyHandler } from "./proxy";
-import { rateLimitHeaders, type RateLimiter } from "./rate-limit/limiter";
+import { rateLimitHeaders, type RateLimiter } from "../rate-limit/limiter";
 
 /** A service's share of /api/v1: every path equal to `prefix` or below it. */
 export interface ApiRoute {
