@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import request from "supertest";
 import { echoServer, GatewayHarness } from "./harness";
 import { CONSOLE_ENV, consoleClient, organizationWithUsers } from "./console-helpers";
 import { CONSOLE_READS, CONSOLE_WRITES, type ConsoleRoute } from "./console-routes";
@@ -105,6 +106,19 @@ describe("gateway: console API routes and roles", () => {
     for (const path of ["/console/api/contacts", "/console/api/template-jobs", "/console/api/channels", "/console/api/analytics?start=a&end=b"]) {
       expect((await consoleClient(h, inactive.member).get(path)).status, path).to.equal(200);
     }
+  });
+
+  it("an Idempotency-Key on the console's template job is the organization's: used before on /api/v1/messages, 422 and not forwarded", async () => {
+    const o = await organizationWithUsers(h);
+    const key = `console-${Math.random().toString(36).slice(2)}`;
+    const api = await request(h.url).post("/api/v1/messages").set("Authorization", `Bearer ${o.key}`).set("Idempotency-Key", key).send({});
+    expect(api.status).to.equal(200);
+    const res = await consoleClient(h, o.owner).post("/console/api/template-jobs").set("Idempotency-Key", key).send({ some: "body" });
+    expect([res.status, res.body.error?.code]).to.deep.equal([422, "IDEMPOTENCY_KEY_REUSED"]);
+    expect(res.body).to.not.have.property("url");
+    const fresh = await consoleClient(h, o.owner).post("/console/api/template-jobs").set("Idempotency-Key", `${key}-2`).send({ some: "body" });
+    expect(fresh.status).to.equal(200);
+    expect(fresh.body.url).to.equal("/api/v1/templates/send");
   });
 
   it("manages API keys: created with the value shown once, listed with prefix, creation and last use, revoked", async () => {
