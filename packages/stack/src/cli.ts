@@ -3,7 +3,7 @@ import { baseEnv, EXIT_CONFIG } from "@platform/config";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { checkConfiguration, checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, portInUse, startStack } from "./index";
+import { checkConfiguration, checkDatabaseLogin, checkDependencies, DEFAULT_DATABASE_URL, DEFAULT_NATS_URL, portInUse, startStack } from "./index";
 
 /**
  * The INTERNAL_TOKEN of a development stack on this database, generated once and kept in `.stack/` (git-ignored) at
@@ -62,6 +62,11 @@ async function main(): Promise<void> {
   if (problem) {
     process.stderr.write(problem + "\n");
     process.exit(1);
+  }
+  const login = await checkDatabaseLogin(databaseUrl);
+  if (login) {
+    process.stderr.write(`config error [stack]: ${login}\n`);
+    process.exit(EXIT_CONFIG);
   }
   const generatedAdmin = !process.env.ADMIN_TOKEN;
   let stopping = false;

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import readline from "node:readline";
+import { Client } from "pg";
 import { CONFIG_OK_MESSAGE, EXIT_CONFIG } from "@platform/config";
 
 /**
@@ -260,6 +261,42 @@ export async function checkDependencies(databaseUrl: string, natsUrl: string, wa
     }
   }
   return null;
+}
+
+/** Postgres's answers to a login that no wait can change: the role does not exist or may not connect, or a wrong password. */
+const LOGIN_REFUSED = new Set(["28000", "28P01"]);
+
+/**
+ * Null when PostgreSQL accepts `databaseUrl`'s login (role and password), else one line saying what it refused: a
+ * configuration error, which the services would otherwise wait out for ever. The database itself may not exist yet
+ * (the services create it): then the login is tried on the maintenance database `postgres`. Anything else (a
+ * timeout, a server starting up) is left to the services, which wait for their database.
+ */
+export async function checkDatabaseLogin(databaseUrl: string): Promise<string | null> {
+  const attempt = async (url: string): Promise<string | undefined> => {
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+    client.on("error", () => undefined);
+    try {
+      await client.connect();
+      return undefined;
+    } catch (err) {
+      return (err as { code?: string }).code ?? "unknown";
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  let code = await attempt(databaseUrl);
+  if (code === "3D000") {
+    const maintenance = new URL(databaseUrl);
+    maintenance.pathname = "/postgres";
+    code = await attempt(maintenance.toString());
+  }
+  if (code === undefined || !LOGIN_REFUSED.has(code)) return null;
+  const url = new URL(databaseUrl);
+  const role = decodeURIComponent(url.username) || "(the default role)";
+  return code === "28P01"
+    ? `DATABASE_URL is refused by PostgreSQL: wrong password for role ${role}`
+    : `DATABASE_URL is refused by PostgreSQL: role ${role} does not exist or may not connect to ${url.hostname}:${url.port || 5432}`;
 }
 
 const COLORS = [36, 35, 33, 32, 34, 91, 96];

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { expect } from "chai";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
-import { checkDependencies, discoverServices, freePort, reachable, REPO_ROOT, roundRobin } from "../src";
+import { checkDatabaseLogin, checkDependencies, discoverServices, freePort, reachable, REPO_ROOT, roundRobin } from "../src";
 
 const ephemeralLow = () => Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
 
@@ -21,6 +21,14 @@ describe("stack runner", () => {
     const port = await freePort();
     const message = await checkDependencies(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/x", `nats://127.0.0.1:${port}`, 300);
     expect(message).to.include("NATS does not answer");
+  });
+
+  it("says in one line that PostgreSQL refuses DATABASE_URL's role, and accepts a good one whose database does not exist yet", async () => {
+    const refused = await checkDatabaseLogin("postgres://no_such_role_x7@127.0.0.1:5432/messaging");
+    expect(refused).to.be.a("string").and.include("DATABASE_URL is refused by PostgreSQL").and.include("no_such_role_x7");
+    expect(refused).to.not.include("\n");
+    expect(await checkDatabaseLogin(`postgres://postgres@127.0.0.1:5432/not_created_yet_${process.pid}`)).to.equal(null);
+    expect(await checkDatabaseLogin("postgres://postgres@127.0.0.1:5432/postgres")).to.equal(null);
   });
 
   it("finds the machine's PostgreSQL and NATS", async () => {
