@@ -101,18 +101,19 @@ export const conversationsRepository = {
    * stable cutoff can bound the index scan. `candidates` below `limit` means none is left.
    */
   async closeIdle(q: Queryable, idleMs: number, limit: number): Promise<{ closed: ConversationRow[]; candidates: number }> {
-    // FOR UPDATE reads each candidate's latest `last_message_at` (a touch that committed meanwhile is seen).
+    // The candidates are locked (FOR UPDATE), so the updates read each one's latest `last_message_at`: a touch that
+    // committed meanwhile is seen, one still running holds its row and the row is skipped.
     const rows = await run<ConversationRow & { candidates: number }>(q,
       `WITH candidate AS (
-         SELECT id, last_message_at < now() - $1 * interval '1 millisecond' AS idle FROM ${SCHEMA}.conversations
+         SELECT id FROM ${SCHEMA}.conversations
          WHERE status = 'open' AND idle_from < now() - $1 * interval '1 millisecond'
          ORDER BY idle_from LIMIT $2 FOR UPDATE SKIP LOCKED
        ), refreshed AS (
          UPDATE ${SCHEMA}.conversations c SET idle_from = c.last_message_at
-         FROM candidate WHERE c.id = candidate.id AND NOT candidate.idle
+         FROM candidate WHERE c.id = candidate.id AND c.last_message_at >= now() - $1 * interval '1 millisecond'
        ), closed AS (
          UPDATE ${SCHEMA}.conversations c SET status = 'closed', closed_at = clock_timestamp(), updated_at = clock_timestamp()
-         FROM candidate WHERE c.id = candidate.id AND candidate.idle RETURNING c.*
+         FROM candidate WHERE c.id = candidate.id AND c.last_message_at < now() - $1 * interval '1 millisecond' RETURNING c.*
        )
        SELECT closed.*, (SELECT count(*) FROM candidate)::int AS candidates FROM (SELECT 1) one LEFT JOIN closed ON true`,
       [idleMs, limit],
