@@ -5,14 +5,18 @@
  */
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+/** Extended format (`2026-11-27T10:00:00.000+02:00`), to the hour, minute, second or a fraction of it. */
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2})(?::(\d{2})(?::(\d{2})(?:[.,](\d+))?)?)?(Z|[+-]\d{2}(?::?\d{2})?)?$/i;
+/** Basic format (`20261127T100000.000+0200`), the same precisions; date and time both basic, as ISO 8601 has it. */
+const DATE_TIME_BASIC = /^(\d{4})(\d{2})(\d{2})T(\d{2})(?:(\d{2})(?:(\d{2})(?:[.,](\d+))?)?)?(Z|[+-]\d{2}(?:\d{2})?)?$/i;
 
 export const DATE_INPUT_MESSAGE = "must be a date (YYYY-MM-DD) or an ISO 8601 date-time (YYYY-MM-DDTHH:mm:ss.sssZ)";
 
 /**
  * The instant a date input stands for, in milliseconds since the epoch, or undefined when it is not a real date. A
  * date-only value is 00:00:00.000Z of that day (UTC) as a `start`, 23:59:59.999Z as an `end` (an inclusive range's
- * end). A full ISO 8601 date-time without an offset is read as UTC; an offset may be `Z`, `±hh`, `±hhmm` or `±hh:mm`;
+ * end). A full ISO 8601 date-time, extended (`2026-11-27T10:00:00Z`) or basic (`20261127T100000Z`), to the hour, the
+ * minute, the second or a fraction of it, without an offset is read as UTC; an offset may be `Z`, `±hh`, `±hhmm` or `±hh:mm`;
  * digits past the millisecond are dropped (the API's precision is the millisecond). Years 0001 to 9999, also once the
  * offset is applied: `0001-01-01T00:00+01:00` (year 0 in UTC) and `9999-12-31T23:00-05:00` (year 10000) are not
  * dates this API can write back as ISO 8601 UTC.
@@ -24,9 +28,9 @@ export function dateInstant(value: string, edge: "start" | "end" = "start"): num
     if (ms === undefined) return undefined;
     return edge === "start" ? ms : ms + 86_400_000 - 1;
   }
-  const t = DATE_TIME.exec(value);
+  const t = DATE_TIME.exec(value) ?? DATE_TIME_BASIC.exec(value);
   if (!t) return undefined;
-  const [, y, mo, da, h, mi, s = "0", frac = "", zone = "Z"] = t;
+  const [, y, mo, da, h, mi = "0", s = "0", frac = "", zone = "Z"] = t;
   if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
   const local = utc(Number(y), Number(mo), Number(da), Number(h), Number(mi), Number(s), Number(frac.padEnd(3, "0").slice(0, 3)));
   if (local === undefined) return undefined;

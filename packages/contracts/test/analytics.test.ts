@@ -20,6 +20,13 @@ describe("analytics dates", () => {
     expect(at("2026-01-01T10:00:00+02")).to.equal("2026-01-01T08:00:00.000Z");
     expect(at("2026-01-01T10:00:00,25Z")).to.equal("2026-01-01T10:00:00.250Z");
     expect(at("2026-01-01T10:00:00.1234567891Z")).to.equal("2026-01-01T10:00:00.123Z");
+    // Reduced precision (to the hour) and the basic format (date and time both basic).
+    expect(at("2026-01-01T10")).to.equal("2026-01-01T10:00:00.000Z");
+    expect(at("2026-01-01T10+02:00")).to.equal("2026-01-01T08:00:00.000Z");
+    expect(at("20260101T100000Z")).to.equal("2026-01-01T10:00:00.000Z");
+    expect(at("20260101T1000-0130")).to.equal("2026-01-01T11:30:00.000Z");
+    expect(at("20260101T10")).to.equal("2026-01-01T10:00:00.000Z");
+    expect(at("20260101T100000,5+02")).to.equal("2026-01-01T08:00:00.500Z");
   });
 
   it("reads any year from 0001 to 9999, before 1970 and below 100 too", () => {
@@ -41,7 +48,9 @@ describe("analytics dates", () => {
   });
 
   it("refuses impossible or malformed dates", () => {
-    for (const v of ["2025-02-29", "2026-04-31", "2026-00-10", "2026-01-01T24:00:00Z", "2026-01-01T10:60Z", "2026-01-01 10:00", "20260101", "", "0000-01-01", "0050-02-29", "2026-01-01T10:00:00+24:00", "2026-01-01T10:00:00+2"]) {
+    for (const v of ["2025-02-29", "2026-04-31", "2026-00-10", "2026-01-01T24:00:00Z", "2026-01-01T10:60Z", "2026-01-01 10:00", "20260101", "", "0000-01-01", "0050-02-29", "2026-01-01T10:00:00+24:00", "2026-01-01T10:00:00+2",
+      // Formats mixed or cut short, and basic values out of range.
+      "20260101T10:00:00Z", "2026-01-01T1000Z", "2026-01-01T1", "20260101T1", "20260230T100000Z", "20260101T250000Z", "20260101T100000+02:00", "20260101T"]) {
       expect(analyticsInstant(v, "start"), v).to.equal(undefined);
     }
   });
