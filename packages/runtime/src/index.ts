@@ -4,6 +4,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { ArrivalLinger } from "./linger";
 
 export { ArrivalLinger };
+export { BoundedMap } from "./bounded-map";
 export { post, postTarget, PostTimeoutError, type PostAnswer, type PostOptions } from "./post";
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

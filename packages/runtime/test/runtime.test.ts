@@ -3,11 +3,20 @@ import { createLogger } from "@platform/logging";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { ArrivalLinger, Batcher, CpuPressure, Lifecycle, LoadGate, waitFor } from "../src";
+import { ArrivalLinger, Batcher, BoundedMap, CpuPressure, Lifecycle, LoadGate, waitFor } from "../src";
 
 const log = createLogger("runtime-test", "silent");
 
 describe("runtime", () => {
+  it("BoundedMap keeps at most its size: setting a key makes it the newest, the oldest goes first", () => {
+    const map = new BoundedMap<string, number>(2);
+    map.set("a", 1).set("b", 2);
+    map.set("a", 3); // a is now the newest
+    map.set("c", 4);
+    expect([...map.entries()]).to.deep.equal([["a", 3], ["c", 4]]);
+    expect(map.get("b")).to.equal(undefined);
+  });
+
   it("waitFor retries a failing startup step until it succeeds", async () => {
     let calls = 0;
     const value = await waitFor(

@@ -1,5 +1,6 @@
 import type { DataSource } from "typeorm";
 import type { Bus } from "@platform/bus";
+import { BoundedMap } from "@platform/runtime";
 import type { Logger } from "@platform/logging";
 import type { ProviderClient } from "@platform/provider-client";
 import type { ServiceDeps, ServiceEnv } from "@platform/service";
@@ -99,18 +100,17 @@ export class AcceptedSends {
  * read-your-writes. Bounded; the oldest entries go first.
  */
 export class ContactIdCache {
-  private readonly map = new Map<string, string>();
-  constructor(private readonly max = 50_000) {}
+  private readonly map: BoundedMap<string, string>;
+  constructor(max = 50_000) {
+    this.map = new BoundedMap(max);
+  }
 
   get(organizationId: string, phone: string): string | undefined {
     return this.map.get(`${organizationId}|${phone}`);
   }
 
   set(organizationId: string, phone: string, contactId: string): void {
-    const key = `${organizationId}|${phone}`;
-    this.map.delete(key);
-    this.map.set(key, contactId);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+    this.map.set(`${organizationId}|${phone}`, contactId);
   }
 }
 
@@ -120,12 +120,12 @@ export class ContactIdCache {
  * batch lasts seconds).
  */
 export class StoppedJobs {
-  private readonly at = new Map<string, number>();
-  constructor(private readonly max = 10_000) {}
+  private readonly at: BoundedMap<string, number>;
+  constructor(max = 10_000) {
+    this.at = new BoundedMap(max);
+  }
   stop(jobId: string, at: number): void {
-    this.at.delete(jobId);
     this.at.set(jobId, at);
-    if (this.at.size > this.max) this.at.delete(this.at.keys().next().value!);
   }
   /** Whether the job stopped at or after `issuedAt` (the batch's request). */
   stoppedSince(jobId: string, issuedAt: number | undefined): boolean {

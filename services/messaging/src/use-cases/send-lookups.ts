@@ -1,4 +1,4 @@
-import { Batcher } from "@platform/runtime";
+import { Batcher, BoundedMap } from "@platform/runtime";
 import type { ChannelRow } from "../db/repositories/channels.repository";
 import { channelsRepository } from "../db/repositories/channels.repository";
 import type { Queryable } from "../db/repositories/queryable";
@@ -31,17 +31,18 @@ export type SendLookup = { channel: ChannelRow; windowOpen: boolean };
 export class SendLookups {
   private channels = new Map<string, { row: ChannelRow; expiresAt: number }>();
   /** Channels by the provider's phone number id (provider batches), kept and dropped like `channels`. */
-  private byProviderNumber = new Map<string, { row: ChannelRow; expiresAt: number }>();
+  private byProviderNumber = new BoundedMap<string, { row: ChannelRow; expiresAt: number }>(10_000);
   /** Bumped by every eviction: a read that started before one is not kept (it may predate the change). */
   private generation = 0;
-  private windows = new Map<string, number>();
+  private windows: BoundedMap<string, number>;
   private readonly reads: Batcher<string, (ChannelRow & { last_inbound_at: Date | null }) | undefined>;
 
   constructor(
     private readonly db: Queryable,
     private readonly channelTtlMs = 5_000,
-    private readonly maxWindows = 100_000,
+    maxWindows = 100_000,
   ) {
+    this.windows = new BoundedMap(maxWindows);
     this.reads = new Batcher(
       async (key, phones) => {
         const sep = key.indexOf("|");
@@ -92,7 +93,6 @@ export class SendLookups {
     const row = await channelsRepository.findByProviderPhoneNumberId(this.db, providerPhoneNumberId);
     if (row && generation === this.generation) {
       this.byProviderNumber.set(providerPhoneNumberId, { row, expiresAt: now + this.channelTtlMs });
-      if (this.byProviderNumber.size > 10_000) this.byProviderNumber.delete(this.byProviderNumber.keys().next().value!);
     }
     return row;
   }
@@ -112,8 +112,6 @@ export class SendLookups {
   }
 
   private rememberWindow(key: string, lastInboundMs: number): void {
-    this.windows.delete(key);
     this.windows.set(key, lastInboundMs);
-    if (this.windows.size > this.maxWindows) this.windows.delete(this.windows.keys().next().value!);
   }
 }
