@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- inbound`: the inbound path at the network's rates, through
  * the public paths only. Signed `POST /provider/webhooks` batches go into the
- * gateway; the integrator's webhook receiver (in this process) measures push →
+ * gateway; the integrator's webhook receiver (a worker thread of this process, receiver-thread.ts) measures push →
  * delivery. Every service is its own process, as under `npm start`:
  * gateway → JetStream → messaging → contacts → outbox → JetStream →
  * webhook-dispatcher → receiver.
@@ -32,16 +32,17 @@
  * less than the absolute figure.
  */
 import { createHmac } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import { Client } from "pg";
+import { Pool } from "undici";
 import { startSimulator } from "@platform/provider-simulator";
 import { freePort } from "@platform/stack";
 import { createTestEnvironment } from "@platform/testing";
 import { measureFloor, type Floor } from "./floor";
+import { startReceiverThread } from "./receiver-thread";
 import { cpuSeconds, startChild, stopChild, syscallCounts } from "./lib";
 
 const CONTACTS = 1_000;
@@ -80,34 +81,6 @@ function prng(seed: number): () => number {
   };
 }
 
-/** The integrator's receiver: first arrival per `event|providerMessageId`, duplicates counted. */
-function startReceiver(): Promise<{ server: http.Server; url: string; arrivals: Map<string, number>; duplicates: () => number }> {
-  const arrivals = new Map<string, number>();
-  let duplicates = 0;
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const at = now();
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { event: string; data: { providerMessageId?: string } };
-        const key = `${body.event}|${body.data.providerMessageId ?? ""}`;
-        if (arrivals.has(key)) duplicates++;
-        else arrivals.set(key, at);
-      } catch {
-        /* not ours */
-      }
-      res.writeHead(200).end();
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, arrivals, duplicates: () => duplicates }),
-    ),
-  );
-}
-
 type Item = { key: string; entry: Record<string, unknown>; kind: "messages" | "statuses"; contact?: string };
 
 /**
@@ -123,6 +96,9 @@ async function push(
   rand: () => number,
   pushedAt: Map<string, number>,
 ): Promise<{ answers: number[]; non200: number; firstPush: number; lastPush: number }> {
+  // A keep-alive pool, as the network's senders keep their connections (not `fetch`: a Response, its streams and
+  // signals per push cost the bench's own loop more than the request does).
+  const gateway = new Pool(gatewayUrl, { connections: 256, keepAliveTimeout: 30_000 });
   const answers: number[] = [];
   let non200 = 0;
   const inflight = new Set<Promise<void>>();
@@ -148,15 +124,12 @@ async function push(
       const sent = now();
       lastPush = sent;
       for (const b of batch) pushedAt.set(b.key, sent);
-      const p: Promise<void> = fetch(`${gatewayUrl}/provider/webhooks`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-hub-signature-256": signature },
-        body,
-      })
+      const p: Promise<void> = gateway
+        .request({ path: "/provider/webhooks", method: "POST", headers: { "content-type": "application/json", "x-hub-signature-256": signature }, body })
         .then(async (res) => {
-          await res.arrayBuffer();
+          await res.body.dump();
           answers.push(now() - sent);
-          if (res.status !== 200) non200++;
+          if (res.statusCode !== 200) non200++;
         })
         .catch(() => {
           non200++;
@@ -167,6 +140,7 @@ async function push(
     await sleep(2);
   }
   await Promise.all(inflight);
+  await gateway.close();
   return { answers, non200, firstPush: t0, lastPush };
 }
 
@@ -245,7 +219,7 @@ export async function run(): Promise<string> {
 async function runPhases(): Promise<{ text: (floor: Floor | undefined) => string }> {
   const env = await createTestEnvironment("benchinb");
   const sim = await startSimulator({ accessToken: "bench-token", autoStatuses: false, maxRecordedRequests: 1_000 });
-  const receiver = await startReceiver();
+  const receiver = await startReceiverThread();
   const baseEnv = {
     ...process.env,
     DATABASE_URL: env.databaseUrl,
@@ -407,10 +381,13 @@ async function runPhases(): Promise<{ text: (floor: Floor | undefined) => string
       if (statements) await db.query(`SELECT pg_stat_statements_reset()`);
       const cpuBefore = await readCpu();
       const countsBefore = await readCounts();
+      const lag = monitorEventLoopDelay({ resolution: 5 });
+      lag.enable();
       const pushed = await push(url, phoneNumberId, items, rate, rand, pushedAt);
       const deadline = now() + DRAIN_S * 1000;
       while (now() < deadline && expectKeys.some((k) => !receiver.arrivals.has(k))) await sleep(50);
       const end = now();
+      lag.disable();
       const cpuAfter = await readCpu();
       const countsAfter = await readCounts();
       const latencies: number[] = [];
@@ -441,7 +418,12 @@ async function runPhases(): Promise<{ text: (floor: Floor | undefined) => string
         cpuMs: cpu.total,
         unit,
       });
-      cpuLines.push(`- ${label} at ${rate}/s: ${cpu.line}`, `  - ${countsLine(countsBefore, countsAfter, count, unit)}`);
+      const lagMs = (q: number) => (lag.percentile(q) / 1e6).toFixed(1);
+      cpuLines.push(
+        `- ${label} at ${rate}/s: ${cpu.line}`,
+        `  - ${countsLine(countsBefore, countsAfter, count, unit)}`,
+        `  - the bench's own event loop (load and receiver; its delays are in every latency above): delay p50 ${lagMs(50)}, p99 ${lagMs(99)}, max ${(lag.max / 1e6).toFixed(1)} ms.`,
+      );
       if (statements) cpuLines.push(...(await statementLines(count, unit)));
       if (missing > 0) {
         // A `delivered` overtaken by its `read` (batches are consumed concurrently) is rightly never emitted: count those apart.
@@ -611,7 +593,7 @@ async function runPhases(): Promise<{ text: (floor: Floor | undefined) => string
     await stopChild(messaging.child);
     await stopChild(contacts.child);
     await sim.close();
-    receiver.server.close();
+    await receiver.close();
     await env.cleanup();
   }
 }
