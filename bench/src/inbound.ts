@@ -562,7 +562,7 @@ async function runPhases(): Promise<{ text: (floor: Floor | undefined) => string
     return {
       text: (floor: Floor | undefined) => [
       `Signed \`POST /provider/webhooks\` batches of 1 to 10 (deterministic PRNG) into the gateway, one channel, ${CONTACTS} contacts; the integrator's`,
-      `receiver in the bench process subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s after an unmeasured warm-up of ${WARMUP_SECONDS} s at the first rate, status phases ${STATUS_SECONDS} s,`,
+      `receiver (a worker thread of the bench process; the pushes go through a keep-alive pool from its main thread) subscribes to message.received / .delivered / .read. Inbound phases ${INBOUND_SECONDS} s after an unmeasured warm-up of ${WARMUP_SECONDS} s at the first rate, status phases ${STATUS_SECONDS} s,`,
       `drain up to ${DRAIN_S} s. Status phases push sent, delivered and read for messages sent through the API before the phase (blocks of 200);`,
       `the \`sent\` callbacks find the message already sent (no event), so deliveries expected = 2/3 of the callbacks.`,
       `1-min load average at each phase's start: ${loads.join("; ")}. ${os.cpus().length} cores.`,
