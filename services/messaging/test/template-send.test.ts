@@ -117,7 +117,7 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
     expect(n).to.equal(3);
   });
 
-  it("never sends to an opted-out number and stores nothing for it", async () => {
+  it("never sends to an opted-out number and stores no message for it, but makes it a contact like every recipient", async () => {
     const org = newOrg();
     const channel = await createChannel(h, org, { messagesPerSecond: 80 });
     const req = batch(org, channel.id, [{}, {}]);
@@ -128,6 +128,8 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
     expect(requestsTo(req.sends[1].phone)).to.have.length(0);
     const rows = await db().query(`SELECT phone FROM messaging.messages WHERE organization_id = $1`, [org]);
     expect(rows.map((r: { phone: string }) => r.phone)).to.deep.equal([req.sends[0].phone]);
+    // Contract: contacts are created by template jobs; a recipient skipped for its opt-out is one too.
+    expect(await h.contacts.contactOf(org, req.sends[1].phone), "the opted-out recipient's contact").to.not.equal(undefined);
   });
 
   it("a transient provider failure answers pending; the worker sends it and message.sent carries templateJobId", async function () {

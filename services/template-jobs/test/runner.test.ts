@@ -83,6 +83,10 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const done = await waitForJob(h, org, job.id, "completed");
     expect(done).to.include({ sent: 3, skipped: 2, failed: 0 });
     expect(list.map((p) => templateRequestsTo(h, p).length)).to.deep.equal([1, 0, 1, 0, 1]);
+    // Contract: contacts are created by template jobs; the skipped recipients are contacts too.
+    const res = await api(h, org, h.contacts).get("/api/v1/contacts?limit=100");
+    expect(res.status).to.equal(200);
+    expect((res.body.items as Array<{ phone: string }>).map((c) => c.phone).sort()).to.deep.equal([...list].sort());
   });
 
   it("a recipient opted out while its send waits for a retry in messaging is counted skipped, never sent", async () => {

@@ -80,33 +80,31 @@ export async function sendTemplates(ctx: MessagingContext, req: TemplateSendRequ
     results.set(m.send_key!, outcomeOf(m.send_key!, m));
   }
   let fresh = sends.filter((s) => !results.has(s.key));
+  // Every recipient of the batch gets its contact, an opted-out one too (contract: contacts are created by template
+  // jobs); only the ones sent are stored as messages.
+  const contactIds = new Map<string, string>();
 
   if (fresh.length > 0) {
+    const phones = [...new Set(fresh.map((s) => s.phone))];
     // Right before storing, so an opt-out set before this check is never sent (read-your-writes).
     let optedOut: Set<string>;
     try {
-      const answer = await ctx.bus.request(
-        RPC.checkOptOuts,
-        { organizationId, messagingChannelId: channel.id, phones: [...new Set(fresh.map((s) => s.phone))] },
-        { timeoutMs: CONTACTS_TIMEOUT_MS },
-      );
+      const answer = await ctx.bus.request(RPC.checkOptOuts, { organizationId, messagingChannelId: channel.id, phones }, { timeoutMs: CONTACTS_TIMEOUT_MS });
       optedOut = new Set(answer.optedOut);
     } catch {
       throw unavailable("The opt-out check");
     }
-    for (const s of fresh) if (optedOut.has(s.phone)) results.set(s.key, { key: s.key, outcome: "opted_out", messageId: null, providerMessageId: null });
-    fresh = fresh.filter((s) => !optedOut.has(s.phone));
-  }
-
-  if (fresh.length > 0) {
-    const phones = [...new Set(fresh.map((s) => s.phone))];
-    const contactIds = new Map<string, string>();
     try {
       const answer = await ctx.bus.request(CONTACTS_RPC.resolveContacts, { organizationId, phones }, { timeoutMs: CONTACTS_TIMEOUT_MS });
       phones.forEach((p, i) => contactIds.set(p, answer.contactIds[i]));
     } catch {
       throw unavailable("The contacts service");
     }
+    for (const s of fresh) if (optedOut.has(s.phone)) results.set(s.key, { key: s.key, outcome: "opted_out", messageId: null, providerMessageId: null });
+    fresh = fresh.filter((s) => !optedOut.has(s.phone));
+  }
+
+  if (fresh.length > 0) {
     const common = { template: req.template, headerMedia: req.headerMedia };
     const inputs: TemplateInput[] = fresh.map((s) => ({
       id: newId("message"),

@@ -1,4 +1,4 @@
-import { MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type TemplateSendOutcome } from "@platform/contracts";
+import { CONTACTS_RPC, MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type TemplateSendOutcome } from "@platform/contracts";
 import { RpcCallError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
@@ -7,6 +7,8 @@ import { templateById, type TemplateRow } from "../db/repositories/templates.rep
 
 /** Numbers per opt-out check request: the request stays well under NATS' 1 MB payload (about 55,000 numbers). */
 export const OPT_OUT_CHECK_CHUNK = 50_000;
+/** Numbers per `rpc.contacts.resolve-many.v1` request (its limit). */
+const RESOLVE_CHUNK = 10_000;
 /** While only `waiting` recipients remain (messaging retries them), look again after this long. */
 const WAITING_RECHECK_MS = 5_000;
 /**
@@ -206,6 +208,15 @@ async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void
       { timeoutMs: Math.max(ctx.env.RPC_TIMEOUT_MS, 30_000) },
     );
     if (optedOut.length) {
+      // A skipped recipient is a contact of the organization like every recipient of the job (contract: contacts are
+      // created by template jobs), made before the skip is recorded, so a failure here is retried with the chunk.
+      for (let i = 0; i < optedOut.length; i += RESOLVE_CHUNK) {
+        await ctx.bus.request(
+          CONTACTS_RPC.resolveContacts,
+          { organizationId: job.organization_id, phones: optedOut.slice(i, i + RESOLVE_CHUNK) },
+          { timeoutMs: Math.max(ctx.env.RPC_TIMEOUT_MS, 30_000) },
+        );
+      }
       const out = new Set(optedOut);
       await ctx.db.transaction((m) => jobsRepository.markSkipped(m, job.id, chunk.filter((r) => out.has(r.phone)).map((r) => r.seq)));
     }
