@@ -32,6 +32,7 @@ const DESCRIPTIONS: Record<number, string> = {
   503: "A dependency is down; safe to retry",
 };
 
+/** The error answers of an operation: its own codes, and those every operation can give (no key, the rate limit, a dependency down). */
 function errors(codes: ErrorCode[]): RouteConfig["responses"] {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of [...codes, "UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"] as ErrorCode[]) {
@@ -215,7 +216,8 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     tags: ["Templates"],
     security,
     request: { params: jobId },
-    responses: { 200: json(TemplateJob, "The job"), ...errors(["NOT_FOUND"]) },
+    // A job id that is not one (a NUL, a broken percent-encoding) is VALIDATION_ERROR.
+    responses: { 200: json(TemplateJob, "The job"), ...errors(["VALIDATION_ERROR", "NOT_FOUND"]) },
   });
 
   registry.registerPath({
@@ -228,7 +230,8 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     tags: ["Templates"],
     security,
     request: { params: jobId },
-    responses: { 200: json(TemplateJob, "The job"), ...errors(["NOT_FOUND", "PAYMENT_REQUIRED"]) },
+    // No body is needed; one that is sent is read like any other (invalid JSON, over 1 MB).
+    responses: { 200: json(TemplateJob, "The job"), ...errors(["VALIDATION_ERROR", "INVALID_JSON", "NOT_FOUND", "PAYMENT_REQUIRED", "PAYLOAD_TOO_LARGE"]) },
   });
 
   const generator = new OpenApiGeneratorV31(registry.definitions);

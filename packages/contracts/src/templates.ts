@@ -113,7 +113,7 @@ export const TemplateJob = z
     recipients: z.number().int(),
     sent: z.number().int(),
     failed: z.number().int(),
-    skipped: z.number().int().meta({ description: "opted-out recipients, never sent" }),
+    skipped: z.number().int().meta({ description: "recipients never sent: opted out, or a phone number listed again in the job (the first entry is sent)" }),
     startedAt: Timestamp.nullable(),
     completedAt: Timestamp.nullable(),
     createdAt: Timestamp,

@@ -14,8 +14,9 @@ describe("OpenAPI document", () => {
     expect(doc.paths["/api/v1/contacts"].get.parameters.map((p: { name: string }) => p.name)).to.include.members(["limit", "cursor"]);
     expect(doc.components.schemas.Error).to.be.an("object");
     expect(doc.paths["/api/v1/templates/send"].post.responses).to.include.keys("200", "400", "402", "403", "404", "409", "413", "422");
-    expect(doc.paths["/api/v1/templates/send/{jobId}"].get.responses).to.include.keys("200", "404");
-    expect(doc.paths["/api/v1/templates/send/{jobId}/cancel"].post.responses).to.include.keys("200", "404");
+    // A malformed job id is 400; a body sent to cancel is read like any other (invalid JSON 400, over 1 MB 413).
+    expect(doc.paths["/api/v1/templates/send/{jobId}"].get.responses).to.include.keys("200", "400", "404");
+    expect(doc.paths["/api/v1/templates/send/{jobId}/cancel"].post.responses).to.include.keys("200", "400", "404", "413");
     expect(doc.paths["/api/v1/templates"].get.parameters.map((p: { name: string }) => p.name)).to.include.members(["limit", "cursor"]);
     expect(doc.components.schemas.TemplateSendRequest.properties.recipients.maxItems).to.equal(50_000);
   });
