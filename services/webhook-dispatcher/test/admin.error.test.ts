@@ -70,6 +70,12 @@ describe("admin API: webhooks (errors)", () => {
     const page = await stack.admin(org).get("?limit=1").expect(200);
     const bad3 = await stack.admin(org).get(`/${created.id}/deliveries?cursor=${encodeURIComponent(page.body.nextCursor)}`).expect(400);
     expect(bad3.body.error.code).to.equal("INVALID_CURSOR");
+    // A cursor is the organization's that listed it: replayed on another organization's list, it is not one of ours.
+    const other = newId("organization");
+    for (let i = 0; i < 2; i++) await stack.admin(other).post("", { url: receiver.url, events: ["message.sent"] }).expect(201);
+    const elsewhere = await stack.admin(other).get(`?cursor=${encodeURIComponent(page.body.nextCursor)}`).expect(400);
+    expect(elsewhere.body.error.code).to.equal("INVALID_CURSOR");
+    expect((await stack.admin(org).get(`?cursor=${encodeURIComponent(page.body.nextCursor)}`).expect(200)).body.items).to.have.length(2);
   });
 
   it("is 404 NOT_FOUND for an unknown webhook or one of another organization, which stays untouched", async () => {

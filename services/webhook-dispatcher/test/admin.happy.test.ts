@@ -112,5 +112,9 @@ describe("admin API: webhooks", () => {
     const times = all.map((i: { createdAt: string }) => i.createdAt);
     expect([...times].sort().reverse()).to.deep.equal(times);
     expect(new Set(all.map((i: { id: string }) => i.id)).size).to.equal(3);
+    // The cursor is this webhook's log's: on another webhook's log it is not one of ours.
+    const other = (await stack.admin(org).post("", { url: receiver.url + "/log", events: ["message.sent"] }).expect(201)).body;
+    const elsewhere = await stack.admin(org).get(`/${other.id}/deliveries?cursor=${encodeURIComponent(page1.body.nextCursor)}`).expect(400);
+    expect(elsewhere.body.error.code).to.equal("INVALID_CURSOR");
   });
 });

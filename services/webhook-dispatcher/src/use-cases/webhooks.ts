@@ -16,10 +16,19 @@ import { newWebhookSecret } from "./secrets";
 import { checkTargetUrl } from "./target-guard";
 
 type Out<S extends z.ZodType> = z.infer<S>;
+/**
+ * Position after a row; `o` is the organization the cursor was issued to, `w` (attempt log) its webhook: a cursor
+ * replayed on another organization's list, or another webhook's log, is `INVALID_CURSOR`, as the other services' are.
+ */
 interface Position {
+  o: string;
+  w?: string;
   id: string;
 }
-const isPosition = (p: unknown): p is Position => typeof p === "object" && p !== null && typeof (p as Position).id === "string";
+const positionOf =
+  (organizationId: string, webhookId?: string) =>
+  (p: unknown): p is Position =>
+    typeof p === "object" && p !== null && typeof (p as Position).id === "string" && (p as Position).o === organizationId && (p as Position).w === webhookId;
 
 export interface WebhookAdminDeps {
   webhooks: WebhookRepository;
@@ -66,10 +75,10 @@ export class WebhookAdmin {
   }
 
   async list(organizationId: string, q: { limit: number; cursor?: string }) {
-    const after = q.cursor !== undefined ? this.webhookCursor.decode(q.cursor, isPosition).id : undefined;
+    const after = q.cursor !== undefined ? this.webhookCursor.decode(q.cursor, positionOf(organizationId)).id : undefined;
     const rows = await this.deps.webhooks.listPage(organizationId, q.limit + 1, after);
     const items = rows.slice(0, q.limit).map(toWebhook);
-    return rows.length > q.limit ? { items, nextCursor: this.webhookCursor.encode({ id: items[items.length - 1].id }) } : { items };
+    return rows.length > q.limit ? { items, nextCursor: this.webhookCursor.encode({ o: organizationId, id: items[items.length - 1].id }) } : { items };
   }
 
   async get(organizationId: string, id: string): Promise<WebhookRow> {
@@ -128,7 +137,7 @@ export class WebhookAdmin {
 
   async listDeliveries(organizationId: string, id: string, q: { limit: number; cursor?: string }) {
     await this.get(organizationId, id);
-    const before = q.cursor !== undefined ? this.deliveryCursor.decode(q.cursor, isPosition).id : undefined;
+    const before = q.cursor !== undefined ? this.deliveryCursor.decode(q.cursor, positionOf(organizationId, id)).id : undefined;
     const rows = await this.deps.deliveries.listAttempts(organizationId, id, q.limit + 1, before);
     const items: Array<Out<typeof WebhookDelivery>> = rows.slice(0, q.limit).map((r) => ({
       id: r.id,
@@ -141,6 +150,6 @@ export class WebhookAdmin {
       error: r.error,
       durationMs: r.durationMs,
     }));
-    return rows.length > q.limit ? { items, nextCursor: this.deliveryCursor.encode({ id: items[items.length - 1].id }) } : { items };
+    return rows.length > q.limit ? { items, nextCursor: this.deliveryCursor.encode({ o: organizationId, w: id, id: items[items.length - 1].id }) } : { items };
   }
 }
