@@ -34,6 +34,10 @@ describe("GET /api/v1/conversations", () => {
     } while (cursor);
     expect(pages).to.equal(3);
     expect(seen).to.deep.equal(phones);
+    // A cursor is the organization's that listed it: replayed on another organization's list, it is not one of ours.
+    const first = await api(h, org).get("/api/v1/conversations?limit=2");
+    const foreign = await api(h, other).get(`/api/v1/conversations?cursor=${encodeURIComponent(first.body.nextCursor)}`);
+    expect([foreign.status, foreign.body.error?.code]).to.deep.equal([400, "INVALID_CURSOR"]);
 
     const all = await api(h, org).get("/api/v1/conversations");
     expect(all.body.items).to.have.length(5);

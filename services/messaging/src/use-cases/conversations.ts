@@ -6,7 +6,8 @@ import type { MessagingContext } from "../context";
 import { conversationsRepository, toConversation } from "../db/repositories/conversations.repository";
 import { conversationEvent } from "./events";
 
-export type ConversationCursor = CreatedPosition;
+/** Position after a conversation; `o` is the organization the cursor was issued to (another one's list refuses it). */
+export type ConversationCursor = CreatedPosition & { o: string };
 
 /** GET /api/v1/conversations: ordered by createdAt then id; the cursor is the last item's position. */
 export async function listConversations(
@@ -15,12 +16,15 @@ export async function listConversations(
   organizationId: string,
   query: PageQuery,
 ): Promise<z.infer<typeof ConversationList>> {
-  const after = query.cursor !== undefined ? cursors.decode(query.cursor, isCreatedPosition) : undefined;
+  const after =
+    query.cursor !== undefined
+      ? cursors.decode(query.cursor, (p): p is ConversationCursor => isCreatedPosition(p) && (p as ConversationCursor).o === organizationId)
+      : undefined;
   const rows = await conversationsRepository.page(ctx.db, organizationId, query.limit + 1, after);
   const items = rows.slice(0, query.limit).map(toConversation);
   if (rows.length <= query.limit) return { items };
   const last = items[items.length - 1];
-  return { items, nextCursor: cursors.encode({ createdAt: last.createdAt, id: last.id }) };
+  return { items, nextCursor: cursors.encode({ o: organizationId, createdAt: last.createdAt, id: last.id }) };
 }
 
 /** Closes idle conversations in batches, each batch with its `conversation.closed` events. Returns how many closed. */
