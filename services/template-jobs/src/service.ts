@@ -9,6 +9,7 @@ import { Initial1764000000000 } from "./db/migrations/1764000000000-Initial";
 import { RecipientsWithoutForeignKey1764100000000 } from "./db/migrations/1764100000000-RecipientsWithoutForeignKey";
 import { JobsOrganizationPage1764200000000 } from "./db/migrations/1764200000000-JobsOrganizationPage";
 import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin";
+import { IdempotencyBodyAsSent1764700000000 } from "./db/migrations/1764700000000-IdempotencyBodyAsSent";
 import { SettleCancelled1764500000000 } from "./db/migrations/1764500000000-SettleCancelled";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
@@ -61,6 +62,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     outboxTraceMigration("template_jobs"),
     JobOrigin1764300000000,
     SettleCancelled1764500000000,
+    IdempotencyBodyAsSent1764700000000,
   ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),

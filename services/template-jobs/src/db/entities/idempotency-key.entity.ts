@@ -8,7 +8,7 @@ export class IdempotencyKeyEntity {
   @Column({ name: "request_hash", type: "text" }) requestHash!: string;
   @Column({ type: "text" }) state!: "processing" | "done";
   @Column({ name: "response_status", type: "integer", nullable: true }) responseStatus!: number | null;
-  @Column({ name: "response_body", type: "jsonb", nullable: true }) responseBody!: unknown;
+  @Column({ name: "response_body", type: "json", nullable: true }) responseBody!: unknown;
   @Column({ name: "created_at", type: "timestamptz" }) createdAt!: Date;
   @Column({ name: "expires_at", type: "timestamptz" }) expiresAt!: Date;
 }

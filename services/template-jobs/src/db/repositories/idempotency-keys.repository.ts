@@ -43,7 +43,7 @@ export const idempotencyKeysRepository = {
 
   async complete(q: Queryable, organizationId: string, key: string, status: number, body: unknown): Promise<void> {
     await run(q, 
-      `UPDATE ${SCHEMA}.idempotency_keys SET state = 'done', response_status = $3, response_body = $4::jsonb WHERE organization_id = $1 AND key = $2`,
+      `UPDATE ${SCHEMA}.idempotency_keys SET state = 'done', response_status = $3, response_body = $4::json WHERE organization_id = $1 AND key = $2`,
       [organizationId, key, status, JSON.stringify(body)],
     );
   },
