@@ -113,6 +113,29 @@ describe("templates: admin API, list, provider status updates", function () {
     expect(events.map((e) => e.data)).to.deep.equal([{ ...events[0].data, status: "approved", previousStatus: "pending" }]);
   });
 
+  it("a template deleted at the provider (PENDING_DELETION, DELETED) is disabled; FLAGGED and LIMIT_EXCEEDED change nothing", async () => {
+    const raw = (t: { providerTemplateId: string; name: string; language: string }, event: string) =>
+      h.sim.postRaw({
+        object: "whatsapp_business_account",
+        entry: [{ id: TEMPLATE_ACCOUNT_ID, changes: [{ field: "message_template_status_update", value: {
+          event, message_template_id: Number(t.providerTemplateId), message_template_name: t.name, message_template_language: t.language,
+        } }] }],
+      });
+    for (const deletion of ["PENDING_DELETION", "DELETED"]) {
+      const org = newOrg();
+      const t = await createTemplate(h, org, { status: "approved" });
+      // Warnings first: a later decision's previousStatus shows they were handled and left the template approved.
+      expect(await raw(t, "FLAGGED")).to.equal(200);
+      expect(await raw(t, "LIMIT_EXCEEDED")).to.equal(200);
+      expect(await raw(t, deletion)).to.equal(200);
+      const events = await eventually(() => {
+        const found = eventsOf(h, "template.status_updated", (d) => d.templateId === t.id);
+        return found.length ? found : undefined;
+      });
+      expect(events.map((e) => e.data), deletion).to.deep.equal([{ ...events[0].data, status: "disabled", previousStatus: "approved" }]);
+    }
+  });
+
   it("PATCH status pending is stored and emits nothing", async () => {
     const org = newOrg();
     const t = await createTemplate(h, org, { status: "approved" });

@@ -5,13 +5,19 @@ import { jobsRepository } from "../db/repositories/jobs.repository";
 import { templatesRepository } from "../db/repositories/templates.repository";
 import { announceStopped } from "./jobs";
 
-/** The provider's `event` of a `message_template_status_update` → our status (others, such as FLAGGED, change nothing). */
+/**
+ * The provider's `event` of a `message_template_status_update` → our status. A template deleted at the provider (or
+ * being deleted) can never be sent again: `disabled`, so its jobs end `failed` and a new send is TEMPLATE_NOT_APPROVED.
+ * The others (FLAGGED, LIMIT_EXCEEDED: a warning and a quota, the template still sends) change nothing.
+ */
 const PROVIDER_STATUS: Record<string, TemplateStatus> = {
   APPROVED: "approved",
   REINSTATED: "approved",
   REJECTED: "rejected",
   PAUSED: "paused",
   DISABLED: "disabled",
+  PENDING_DELETION: "disabled",
+  DELETED: "disabled",
   PENDING: "pending",
   IN_APPEAL: "pending",
 };
