@@ -184,7 +184,7 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(explicit.body.contactId).to.equal(viaDefault.body.contactId);
   });
 
-  it("falls back to the first channel created when no channel is marked default any more", async () => {
+  it("an unmarked default moves to the first channel created (shown in the list); an organization's only channel stays default", async () => {
     const org = newOrg();
     const first = await createChannel(h, org, { name: "first" });
     const second = await createChannel(h, org, { name: "second", isDefault: true });
@@ -200,6 +200,14 @@ describe("POST /api/v1/messages (happy paths)", () => {
     const cleared = await api(h, org).patch(`/admin/v1/organizations/${org}/channels/${second.id}`).send({ isDefault: false });
     expect(cleared.body.isDefault).to.equal(false);
     expect(await sendVia()).to.equal(first.providerPhoneNumberId);
+    // The list names the channel a send without messagingChannelId uses: exactly one default.
+    const list = await api(h, org).get(`/admin/v1/organizations/${org}/channels`);
+    expect(list.body.items.map((c: { id: string; isDefault: boolean }) => [c.id, c.isDefault])).to.deep.equal([[first.id, true], [second.id, false]]);
+
+    const alone = newOrg();
+    const only = await createChannel(h, alone, { name: "only" });
+    const kept = await api(h, alone).patch(`/admin/v1/organizations/${alone}/channels/${only.id}`).send({ isDefault: false });
+    expect([kept.status, kept.body.isDefault]).to.deep.equal([200, true]);
   });
 
   it("sees channel changes at once on this replica and within a second on another (cached channels)", async () => {

@@ -79,7 +79,13 @@ export async function updateChannel(
     const existing = await channelsRepository.findById(tx, organizationId, channelId);
     if (!existing) throw new ApiError("CHANNEL_NOT_FOUND", "Messaging channel not found");
     const changed = patch.isDefault === true ? await channelsRepository.clearDefault(tx, organizationId, channelId) : [];
-    const row = (await channelsRepository.update(tx, organizationId, channelId, patch))!;
+    // The default is the one marked, else the first created (contract): unmarked, it moves to the first channel
+    // created among the others (once this one has lost it: one default at most, by index), so the list always names
+    // the channel a send without `messagingChannelId` uses. An organization's only channel stays its default.
+    const successor = patch.isDefault === false && existing.is_default ? await channelsRepository.firstOtherId(tx, organizationId, channelId) : undefined;
+    const isDefault = patch.isDefault === false && existing.is_default && !successor ? undefined : patch.isDefault;
+    const row = (await channelsRepository.update(tx, organizationId, channelId, { ...patch, isDefault }))!;
+    if (successor) changed.push(await channelsRepository.markDefault(tx, organizationId, successor));
     await enqueue(tx, "messaging", [...changed.map(channelUpserted), channelUpserted(row)]);
     return toChannel(row);
   });

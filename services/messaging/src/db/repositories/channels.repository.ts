@@ -48,6 +48,21 @@ export const channelsRepository = {
     );
   },
 
+  /** The organization's first channel created other than `exceptId`, if any. */
+  async firstOtherId(q: Queryable, organizationId: string, exceptId: string): Promise<string | undefined> {
+    const rows = await run(q, `SELECT id FROM ${SCHEMA}.channels WHERE organization_id = $1 AND id <> $2 ORDER BY created_at, id LIMIT 1`, [organizationId, exceptId]);
+    return rows[0]?.id;
+  },
+
+  /** Marks a channel default (its organization's default, if any, must have lost the flag already). */
+  async markDefault(q: Queryable, organizationId: string, id: string): Promise<ChannelRow> {
+    const rows = await run(q, 
+      `UPDATE ${SCHEMA}.channels SET is_default = true, updated_at = clock_timestamp() WHERE organization_id = $1 AND id = $2 RETURNING *`,
+      [organizationId, id],
+    );
+    return rows[0];
+  },
+
   async insert(q: Queryable, row: Omit<ChannelRow, "created_at" | "updated_at">): Promise<ChannelRow> {
     const rows = await run(q, 
       `INSERT INTO ${SCHEMA}.channels (id, organization_id, name, phone_number, provider_phone_number_id, connected, is_default, messages_per_second)
