@@ -17,6 +17,15 @@ export const isCreatedPosition = (p: unknown): p is CreatedPosition =>
   typeof (p as CreatedPosition).createdAt === "string" &&
   !Number.isNaN(Date.parse((p as CreatedPosition).createdAt));
 
+/** A position in one organization's list: its cursor pages that organization's list only. */
+export type OrganizationPosition = CreatedPosition & { o: string };
+
+/** The cursor's position when it was issued for `organizationId`'s list; anything else is `INVALID_CURSOR` (`CursorCodec.decode`). */
+export const positionIn =
+  (organizationId: string) =>
+  (p: unknown): p is OrganizationPosition =>
+    isCreatedPosition(p) && (p as OrganizationPosition).o === organizationId;
+
 /**
  * Opaque keyset cursors: base64url JSON plus an HMAC, so a cursor this service
  * did not issue (or one that was edited) is `400 INVALID_CURSOR`, never a

@@ -1,5 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder } from "typeorm";
-import { isCreatedPosition, type CreatedPosition, type CursorCodec } from "@platform/http";
+import type { CreatedPosition, CursorCodec, OrganizationPosition } from "@platform/http";
 
 /**
  * The gateway's lists (organizations, API keys, users) page as /api/v1 does (contract section 3): creation order,
@@ -10,15 +10,6 @@ export function readInCreationOrder<E extends ObjectLiteral>(qb: SelectQueryBuil
   if (after) qb.andWhere(`(${alias}.created_at, ${alias}.id) > (:createdAt, :id)`, after);
   return qb.getMany();
 }
-
-/** A position in one organization's list: its cursor pages that organization's list only. */
-export type OrganizationPosition = CreatedPosition & { o: string };
-
-/** The cursor's position when it was issued for `organizationId`'s list; anything else is `INVALID_CURSOR` (`CursorCodec.decode`). */
-export const positionIn =
-  (organizationId: string) =>
-  (p: unknown): p is OrganizationPosition =>
-    isCreatedPosition(p) && (p as OrganizationPosition).o === organizationId;
 
 /** `{items, nextCursor?}` from what `readInCreationOrder` read; the cursor bound to `organizationId` when given. */
 export function pageInCreationOrder<E extends { id: string; createdAt: Date }, T>(

@@ -4,11 +4,11 @@ import type { z } from "zod";
 import { SUBJECTS, type ApiKeySummary, type PageQuery } from "@platform/contracts";
 import type { Bus } from "@platform/bus";
 import { iso } from "@platform/db";
-import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "@platform/http";
+import { ApiError, CursorCodec, positionIn, type CreatedPosition } from "@platform/http";
 import { newId } from "@platform/id";
 import { generateApiKey, hashApiKey, keyPrefixOf } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
-import { pageInCreationOrder, positionIn, readInCreationOrder } from "../db/created-order";
+import { pageInCreationOrder, readInCreationOrder } from "../db/created-order";
 import { ApiKeyEntity } from "../db/entities/api-key.entity";
 
 export class ApiKeys {

@@ -4,10 +4,10 @@ import { IsNull } from "typeorm";
 import type { z } from "zod";
 import type { AcceptInvitationRequest, ConsoleUser, CreateInvitationRequest, CreateUserRequest, PageQuery } from "@platform/contracts";
 import { iso } from "@platform/db";
-import { ApiError, CursorCodec, isCreatedPosition, type CreatedPosition } from "@platform/http";
+import { ApiError, CursorCodec, positionIn, type CreatedPosition } from "@platform/http";
 import { newId } from "@platform/id";
 import { hashPassword } from "../auth/passwords";
-import { pageInCreationOrder, positionIn, readInCreationOrder } from "../db/created-order";
+import { pageInCreationOrder, readInCreationOrder } from "../db/created-order";
 import { InvitationEntity } from "../db/entities/invitation.entity";
 import { UserEntity } from "../db/entities/user.entity";
 

@@ -82,8 +82,9 @@ export async function updateChannel(
     // The default is the one marked, else the first created (contract): unmarked, it moves to the first channel
     // created among the others (once this one has lost it: one default at most, by index), so the list always names
     // the channel a send without `messagingChannelId` uses. An organization's only channel stays its default.
-    const successor = patch.isDefault === false && existing.is_default ? await channelsRepository.firstOtherId(tx, organizationId, channelId) : undefined;
-    const isDefault = patch.isDefault === false && existing.is_default && !successor ? undefined : patch.isDefault;
+    const unmarking = patch.isDefault === false && existing.is_default;
+    const successor = unmarking ? await channelsRepository.firstOtherId(tx, organizationId, channelId) : undefined;
+    const isDefault = unmarking && !successor ? undefined : patch.isDefault;
     const row = (await channelsRepository.update(tx, organizationId, channelId, { ...patch, isDefault }))!;
     if (successor) changed.push(await channelsRepository.markDefault(tx, organizationId, successor));
     await enqueue(tx, "messaging", [...changed.map(channelUpserted), channelUpserted(row)]);

@@ -1,13 +1,13 @@
 import type { z } from "zod";
 import { enqueue } from "@platform/bus";
 import type { ConversationList, PageQuery } from "@platform/contracts";
-import { isCreatedPosition, type CreatedPosition, type CursorCodec } from "@platform/http";
+import { positionIn, type CursorCodec, type OrganizationPosition } from "@platform/http";
 import type { MessagingContext } from "../context";
 import { conversationsRepository, toConversation } from "../db/repositories/conversations.repository";
 import { conversationEvent } from "./events";
 
-/** Position after a conversation; `o` is the organization the cursor was issued to (another one's list refuses it). */
-export type ConversationCursor = CreatedPosition & { o: string };
+/** Position after a conversation, bound to the organization it was issued to (another one's list refuses it). */
+export type ConversationCursor = OrganizationPosition;
 
 /** GET /api/v1/conversations: ordered by createdAt then id; the cursor is the last item's position. */
 export async function listConversations(
@@ -16,10 +16,7 @@ export async function listConversations(
   organizationId: string,
   query: PageQuery,
 ): Promise<z.infer<typeof ConversationList>> {
-  const after =
-    query.cursor !== undefined
-      ? cursors.decode(query.cursor, (p): p is ConversationCursor => isCreatedPosition(p) && (p as ConversationCursor).o === organizationId)
-      : undefined;
+  const after = query.cursor !== undefined ? cursors.decode(query.cursor, positionIn(organizationId)) : undefined;
   const rows = await conversationsRepository.page(ctx.db, organizationId, query.limit + 1, after);
   const items = rows.slice(0, query.limit).map(toConversation);
   if (rows.length <= query.limit) return { items };

@@ -196,6 +196,7 @@ async function sendUntilAnswered(run: Run, job: JobRow, rows: RecipientRow[]): P
 
 /** The batch check of opt-outs ahead of sending (messaging checks each send again, read-your-writes). */
 async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void> {
+  const timeoutMs = Math.max(ctx.env.RPC_TIMEOUT_MS, 30_000);
   let after = -1;
   for (;;) {
     const chunk = await jobsRepository.pendingPhones(ctx.db, job.id, after, OPT_OUT_CHECK_CHUNK);
@@ -205,7 +206,7 @@ async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void
     const { optedOut } = await ctx.bus.request(
       RPC.checkOptOuts,
       { organizationId: job.organization_id, messagingChannelId: job.messaging_channel_id, phones },
-      { timeoutMs: Math.max(ctx.env.RPC_TIMEOUT_MS, 30_000) },
+      { timeoutMs },
     );
     if (optedOut.length) {
       // A skipped recipient is a contact of the organization like every recipient of the job (contract: contacts are
@@ -214,7 +215,7 @@ async function skipOptedOut(ctx: TemplateJobsContext, job: JobRow): Promise<void
         await ctx.bus.request(
           CONTACTS_RPC.resolveContacts,
           { organizationId: job.organization_id, phones: optedOut.slice(i, i + RESOLVE_CHUNK) },
-          { timeoutMs: Math.max(ctx.env.RPC_TIMEOUT_MS, 30_000) },
+          { timeoutMs },
         );
       }
       const out = new Set(optedOut);
