@@ -52,7 +52,10 @@ export const AnalyticsResult = z
       counts: z
         .object({ sent: Count, delivered: Count, read: Count, failed: Count })
         .catchall(Count)
-        .meta({ description: "messages by current status; `sent`, `delivered`, `read`, `failed` always present" }),
+        .meta({
+          description:
+            "messages by current status; `sent`, `delivered`, `read`, `failed` always present; `pending` (not accepted by the provider yet, retried) and `cancelled` (a template job's send its cancel stopped before it reached the provider) when there are any",
+        }),
       deliveryRate: Rate.meta({ description: "delivered / total (0 when total is 0)" }),
       readRate: Rate.meta({ description: "read / total (0 when total is 0)" }),
       failureRate: Rate.meta({ description: "failed / total (0 when total is 0)" }),

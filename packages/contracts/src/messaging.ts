@@ -122,11 +122,21 @@ export type MessageSendWork = z.infer<typeof MessageSendWork>;
 export const MessagePending = z.object({ organizationId: z.string(), messageId: z.string(), createdAt: z.string() });
 export type MessagePending = z.infer<typeof MessagePending>;
 
+/**
+ * A template send its job's cancel ended before it reached the provider (status `cancelled`, ADR 0018, third
+ * addendum): never sent, so no public event (`message.failed` is the provider's failure). Analytics counts the message
+ * as `cancelled` from here on, a final status. Same fields as `MessagePending`.
+ */
+export const MessageCancelled = MessagePending;
+export type MessageCancelled = MessagePending;
+
 export const MESSAGING_SUBJECTS = {
   /** On STREAMS.work. */
   sendWork: { subject: "work.messaging.send.v1", schema: MessageSendWork },
   /** On STREAMS.system, msgId `pending:<messageId>`: written with the first attempt's transient outcome. */
   messagePending: { subject: "sys.message.pending.v1", schema: MessagePending },
+  /** On STREAMS.system, msgId `cancelled:<messageId>`: written with the `cancelled` status, in its transaction. */
+  messageCancelled: { subject: "sys.message.cancelled.v1", schema: MessageCancelled },
   /** Core NATS broadcast: every messaging replica drops its cached channels of the organization. */
   channelsChanged: { subject: "bcast.messaging.channels.changed.v1", schema: z.object({ organizationId: z.string() }) },
 } as const;
@@ -186,12 +196,14 @@ export type TemplateSendRequest = z.infer<typeof TemplateSendRequest>;
  *   `message.failed` with `templateJobId` and this `messageId`;
  * - `failed`: the provider refused it permanently (stored as `failed`);
  * - `opted_out`: the number has an active opt-out on the channel; nothing
- *   stored, nothing sent.
+ *   stored, nothing sent;
+ * - `cancelled`: stored, never sent: the job was cancelled before its send
+ *   reached the provider (status `cancelled`, no event).
  * A repeated key answers the stored message's current outcome.
  */
 export const TemplateSendOutcome = z.object({
   key: z.string(),
-  outcome: z.enum(["sent", "pending", "failed", "opted_out"]),
+  outcome: z.enum(["sent", "pending", "failed", "opted_out", "cancelled"]),
   messageId: z.string().nullable(),
   providerMessageId: z.string().nullable(),
   error: z.object({ code: z.string(), title: z.string() }).optional(),
@@ -209,9 +221,9 @@ export type TemplateLookupRequest = z.infer<typeof TemplateLookupRequest>;
 
 /**
  * `rpc.messaging.template.stop.v1` (asked by template-jobs once a cancelled job's run has stopped): the job's sends
- * messaging still holds (`pending`: retrying after a transient failure) end as `failed` with `job_cancelled` and their
- * `message.failed`; an attempt running now is waited for. Answers the outcome of each of `messageIds`, so the cancel's
- * counts include them.
+ * messaging still holds (`pending`: retrying after a transient failure, or held back when the job stopped) end as
+ * `cancelled` (never sent: no public event); an attempt running now is waited for. Answers the outcome of each of
+ * `messageIds`, so the cancel's answer is final.
  */
 export const TemplateStopRequest = z.object({
   organizationId: z.string(),
@@ -221,10 +233,10 @@ export const TemplateStopRequest = z.object({
 });
 export type TemplateStopRequest = z.infer<typeof TemplateStopRequest>;
 export const TemplateStopResponse = z.object({
-  results: z.array(z.object({ messageId: z.string(), outcome: z.enum(["sent", "failed", "pending"]), errorCode: z.string().nullable() })),
+  results: z.array(z.object({ messageId: z.string(), outcome: z.enum(["sent", "failed", "pending", "cancelled"]), errorCode: z.string().nullable() })),
 });
 export type TemplateStopResponse = z.infer<typeof TemplateStopResponse>;
-/** A template send ended because its job was cancelled before messaging's retry could send it. */
+/** The error code kept on a template send its job's cancel ended before it was sent (status `cancelled`). */
 export const JOB_CANCELLED_FAILURE_CODE = "job_cancelled";
 
 export const MESSAGING_RPC = {

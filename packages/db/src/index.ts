@@ -284,3 +284,14 @@ export function rowsOf<T>(result: unknown): T[] {
   if (Array.isArray(result) && result.length === 2 && Array.isArray(result[0]) && typeof result[1] === "number") return result[0] as T[];
   return result as T[];
 }
+
+/**
+ * Replaces a column's check constraint `name` of `table` (schema-qualified, quoted) with `check`, for a migration.
+ * Added `NOT VALID` (no scan under the table's lock) and validated after (a scan that lets writes go on), so widening
+ * a check on a big table does not stop its writers.
+ */
+export async function replaceCheckConstraint(q: { query(sql: string): Promise<unknown> }, table: string, name: string, check: string): Promise<void> {
+  await q.query(`ALTER TABLE ${table} DROP CONSTRAINT ${quoteIdent(name)}`);
+  await q.query(`ALTER TABLE ${table} ADD CONSTRAINT ${quoteIdent(name)} CHECK (${check}) NOT VALID`);
+  await q.query(`ALTER TABLE ${table} VALIDATE CONSTRAINT ${quoteIdent(name)}`);
+}

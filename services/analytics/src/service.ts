@@ -1,7 +1,7 @@
 import { Router } from "express";
 import type { ServiceDefinition } from "@platform/service";
 import { MessageEventIngestor, STATUS_EVENTS_FEED } from "./bus/consumers/evt.message.status.consumer";
-import { PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.pending.consumer";
+import { CANCELLED_MESSAGES_FEED, PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.facts.consumer";
 import { entities } from "./db/entities";
 import { CreateAnalyticsSchema1763900000000 } from "./db/migrations/1763900000000-CreateAnalyticsSchema";
 import { envShape } from "./env";
@@ -27,8 +27,9 @@ export const definition: ServiceDefinition<typeof envShape> = {
     return router;
   },
   async start(deps) {
-    // The status events, and the messages their first attempt left pending: two feeds into the one statement.
-    const ingestors = [STATUS_EVENTS_FEED, PENDING_MESSAGES_FEED].map(
+    // The status events, the messages their first attempt left pending, and the template sends a cancel ended unsent:
+    // three feeds into the one statement.
+    const ingestors = [STATUS_EVENTS_FEED, PENDING_MESSAGES_FEED, CANCELLED_MESSAGES_FEED].map(
       (feed) =>
         new MessageEventIngestor({
           feed,
@@ -47,6 +48,6 @@ export const definition: ServiceDefinition<typeof envShape> = {
 
 export { envShape } from "./env";
 export { MessageEventIngestor, MESSAGE_EVENTS_DURABLE, STATUS_EVENTS_FEED } from "./bus/consumers/evt.message.status.consumer";
-export { PENDING_MESSAGES_DURABLE, PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.pending.consumer";
-export { applyStatusEvents, STATUS_RANK, type StatusEvent } from "./use-cases/apply-statuses";
+export { CANCELLED_MESSAGES_DURABLE, CANCELLED_MESSAGES_FEED, PENDING_MESSAGES_DURABLE, PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.facts.consumer";
+export { applyStatusEvents, STATUS_RANK, type AnalyticsStatus, type StatusEvent } from "./use-cases/apply-statuses";
 export { planQuery, queryAnalytics } from "./use-cases/query-analytics";

@@ -50,3 +50,29 @@ describe("analytics: messages the provider has not accepted yet", () => {
     expect(counts(after)).to.deep.equal({ sent: 0, delivered: 0, read: 1, failed: 0 });
   });
 });
+
+/** What messaging's outbox relay publishes when a job's cancel ends a template send before it reached the provider. */
+async function publishCancelled(organizationId: string, messageId: string, createdAt: string): Promise<void> {
+  await harness().bus.publish(MESSAGING_SUBJECTS.messageCancelled.subject, { organizationId, messageId, createdAt }, { msgId: `cancelled:${messageId}` });
+}
+
+describe("analytics: template sends a job's cancel ended before they were sent", () => {
+  it("counts them as cancelled (in total, not failed), over their pending, and nothing after moves them", async () => {
+    const org = newOrg();
+    const day = "2026-04-04";
+    const [held, retried, sent] = [newMessageId(), newMessageId(), newMessageId()];
+    await publishPending(org, retried, `${day}T10:00:00.000Z`);
+    await publish([statusEvent(org, sent, `${day}T10:00:00.000Z`, "sent")]);
+    await eventually(async () => (await analytics(org, day, day)).outboundMessages.total === 2, 20_000);
+    await publishCancelled(org, held, `${day}T10:00:01.000Z`);
+    await publishCancelled(org, retried, `${day}T10:00:00.000Z`);
+    await eventually(async () => counts(await analytics(org, day, day)).cancelled === 2, 20_000);
+    // A late pending fact of the same message changes nothing: cancelled is final.
+    await publishPending(org, held, `${day}T10:00:01.000Z`);
+    await settlePending();
+    const after = await analytics(org, day, day);
+    expect(after.outboundMessages.total).to.equal(3);
+    expect(counts(after)).to.deep.equal({ sent: 1, delivered: 0, read: 0, failed: 0, cancelled: 2 });
+    expect(after.outboundMessages.failureRate).to.equal(0);
+  });
+});

@@ -1,7 +1,13 @@
 import type { OutboundStatus } from "@platform/contracts";
 
-/** Forward-only order (contract section 2): a status replaces a lower one only; read and failed are final. */
-export const STATUS_RANK: Record<OutboundStatus, number> = { pending: 0, sent: 1, delivered: 2, read: 3, failed: 3 };
+/** What analytics counts: the outbound statuses, and `cancelled` (a template send its job's cancel ended unsent). */
+export type AnalyticsStatus = OutboundStatus | "cancelled";
+
+/**
+ * Forward-only order (contract section 2): a status replaces a lower one only; read, failed and cancelled are final
+ * (a cancelled send never reached the provider, so no status of it can follow).
+ */
+export const STATUS_RANK: Record<AnalyticsStatus, number> = { pending: 0, sent: 1, delivered: 2, read: 3, failed: 3, cancelled: 3 };
 
 /** One message status event as analytics needs it. */
 export interface StatusEvent {
@@ -9,7 +15,7 @@ export interface StatusEvent {
   messageId: string;
   /** ISO 8601 `createdAt` of the message. */
   createdAt: string;
-  status: OutboundStatus;
+  status: AnalyticsStatus;
 }
 
 /** Anything that runs SQL: a DataSource, an EntityManager inside a transaction, a QueryRunner. */
