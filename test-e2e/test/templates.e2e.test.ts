@@ -106,6 +106,42 @@ describe("e2e: templates and bulk template jobs through the gateway", function (
     }
   });
 
+  it("a cancel stops a running job where it is: sends it held back are `cancelled` in analytics, never failed, and no message.failed names them", async () => {
+    const { org, channelId, providerPhoneNumberId, template } = await orgWithChannelAndTemplate();
+    const slow = await e2e.admin("PATCH", `/admin/v1/organizations/${org.id}/channels/${channelId}`, { messagesPerSecond: 20 });
+    expect(slow.status).to.equal(200);
+    const events = await collectSubject(e2e.env.natsUrl, `${e2e.env.namespace}.evt.>`);
+    const simMode = (mode: unknown) => fetch(`${e2e.stack.simulatorUrl}/_sim/mode`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(mode) });
+    const calls = async (status: number) => (await simRequests()).filter((r) => r.phoneNumberId === providerPhoneNumberId && r.responseStatus === status).length;
+    const day = new Date().toISOString().slice(0, 10);
+    try {
+      const recipients = Array.from({ length: 40 }, (_, i) => ({ phone: `+1415${String(6_000_000 + i)}`, bodyParameters: [`n${i}`] }));
+      const job = await e2e.call("POST", "/api/v1/templates/send", { token: org.key, body: { templateId: template.id, messagingChannelId: channelId, recipients, headerMedia: { url: "https://example.com/a.png" } } });
+      expect(job.status, JSON.stringify(job.body)).to.equal(200);
+      await eventually(async () => (await e2e.call("GET", `/api/v1/templates/send/${job.body.id}`, { token: org.key })).body.sent >= 4, 30_000);
+      // The provider slows the number down (130429): messaging holds those sends for a retry.
+      expect((await simMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 })).status).to.equal(200);
+      await eventually(async () => (await calls(429)) >= 2, 30_000);
+      const cancel = await e2e.call("POST", `/api/v1/templates/send/${job.body.id}/cancel`, { token: org.key });
+      expect(cancel.status).to.equal(200);
+      expect(cancel.body).to.include({ status: "cancelled", failed: 0 });
+      expect(cancel.body.sent).to.equal(await calls(200));
+      // Every stored send is either at the provider or cancelled; none failed, none pending.
+      const analytics = await eventually(async () => {
+        const a = await e2e.call("GET", `/api/v1/analytics?startDate=${day}&endDate=${day}`, { token: org.key });
+        const c = a.body.outboundMessages.counts;
+        return c.cancelled >= 2 && c.sent + c.delivered + c.read === cancel.body.sent && !c.pending ? a.body.outboundMessages : undefined;
+      }, 30_000);
+      expect(analytics.counts.failed).to.equal(0);
+      expect(analytics.total).to.equal(cancel.body.sent + analytics.counts.cancelled);
+      expect(events.received.filter((e) => e.data.event === "message.failed" && e.data.organizationId === org.id)).to.deep.equal([]);
+      expect((await e2e.call("GET", `/api/v1/templates/send/${job.body.id}`, { token: org.key })).body).to.include({ sent: cancel.body.sent, failed: 0 });
+    } finally {
+      await simMode({ kind: "ok" });
+      await events.close();
+    }
+  });
+
   it("takes 50,000 recipients in a body of about 15 MB through the gateway and refuses bodies over 16 MB with 413", async () => {
     const { org, channelId, template } = await orgWithChannelAndTemplate();
     const filler = "x".repeat(240);

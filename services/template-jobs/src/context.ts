@@ -2,6 +2,7 @@ import type { DataSource } from "typeorm";
 import type { Bus } from "@platform/bus";
 import type { Logger } from "@platform/logging";
 import type { ServiceDeps, ServiceEnv } from "@platform/service";
+import type { FinalState } from "./db/repositories/jobs.repository";
 import type { envShape } from "./env";
 
 export type TemplateJobsEnv = ServiceEnv<typeof envShape>;
@@ -24,7 +25,7 @@ export interface TemplateJobsContext {
   /** Send batches of each job in flight in this process: an early event waits for its batch's answer here. */
   batches: BatchesInFlight;
   /** Recipients recorded, by state (metrics). */
-  onRecipients?: (state: "sent" | "failed" | "skipped" | "waiting", count: number) => void;
+  onRecipients?: (state: FinalState | "waiting", count: number) => void;
 }
 
 /** A bounded set of recent strings; the oldest go first. */

@@ -10,6 +10,7 @@ import { RecipientsWithoutForeignKey1764100000000 } from "./db/migrations/176410
 import { JobsOrganizationPage1764200000000 } from "./db/migrations/1764200000000-JobsOrganizationPage";
 import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin";
 import { IdempotencyBodyAsSent1764700000000 } from "./db/migrations/1764700000000-IdempotencyBodyAsSent";
+import { CancelledRecipients1764800000000 } from "./db/migrations/1764800000000-CancelledRecipients";
 import { SettleCancelled1764500000000 } from "./db/migrations/1764500000000-SettleCancelled";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
@@ -27,11 +28,11 @@ function contextOf(deps: TemplateJobsDeps): TemplateJobsContext {
 }
 
 /**
- * Job progress: recipients recorded by state (sent, failed, skipped, waiting)
+ * Job progress: recipients recorded by state (sent, failed, skipped, cancelled, waiting)
  * and, on every scrape, the jobs in each state.
  */
 function jobMetrics(deps: TemplateJobsDeps): NonNullable<TemplateJobsContext["onRecipients"]> {
-  const recipients = deps.metrics.counter("template_job_recipients_total", "Template job recipients recorded, by state (sent, failed, skipped, waiting)", ["state"]);
+  const recipients = deps.metrics.counter("template_job_recipients_total", "Template job recipients recorded, by state (sent, failed, skipped, cancelled, waiting)", ["state"]);
   deps.metrics.gauge("template_jobs", "Template jobs by state", ["state"], async function () {
     const rows: Array<{ status: string; n: string }> = await deps.db
       .query(`SELECT status, count(*) AS n FROM template_jobs.jobs GROUP BY status`)
@@ -63,6 +64,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     JobOrigin1764300000000,
     SettleCancelled1764500000000,
     IdempotencyBodyAsSent1764700000000,
+    CancelledRecipients1764800000000,
   ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),

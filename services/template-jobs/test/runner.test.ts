@@ -1,6 +1,6 @@
 import { expect } from "chai";
-import { toProviderDigits } from "@platform/contracts";
-import { eventually } from "@platform/testing";
+import { MESSAGING_SUBJECTS, toProviderDigits } from "@platform/contracts";
+import { collectSubject, eventually } from "@platform/testing";
 import {
   api, createTemplate, eventsOf, getJob, optOut, recipients, sendsTo, setup, sharedHarness, templateRequestsTo, TEMPLATE_ACCOUNT_ID,
   uniquePhone, waitForJob, type Harness,
@@ -226,7 +226,8 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(cancelled.body.sent, "sends at the provider when the cancel answered").to.equal(total);
     expect(total).to.be.below(80);
     // Nothing that could still be sent: no recipient claimed or waiting, no message of the job pending in messaging.
-    // The sends of the batches in flight that had not gone when the cancel came were held back: failed, counted.
+    // The sends of the batches in flight that had not gone when the cancel came were held back: `cancelled`, never
+    // sent, so counted neither sent nor failed (the provider failed nothing).
     const open = await db().query(
       `SELECT r.state, r.message_id, m.status, m.error_code, m.lease_until, m.next_attempt_at FROM template_jobs.job_recipients r
        LEFT JOIN messaging.messages m ON m.id = r.message_id WHERE r.job_id = $1 AND r.state IN ('sending', 'waiting')`,
@@ -235,8 +236,10 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(open, JSON.stringify(open)).to.have.length(0);
     const [pending] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending'`, [job.id]);
     expect(pending.n).to.equal(0);
-    const [held] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NULL AND error_code = 'job_cancelled'`, [job.id]);
-    expect(cancelled.body.failed).to.equal(held.n);
+    const [held] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'cancelled' AND provider_message_id IS NULL AND error_code = 'job_cancelled'`, [job.id]);
+    expect(cancelled.body.failed).to.equal(0);
+    const [heldRecipients] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'cancelled'`, [job.id]);
+    expect(heldRecipients.n).to.equal(held.n);
     const [stored] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1`, [job.id]);
     expect(stored.n).to.equal(total + held.n);
     // Completed when it stopped sending: after its last send reached the provider.
@@ -244,8 +247,9 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(Date.parse(cancelled.body.completedAt)).to.be.at.least(lastSend);
   });
 
-  it("cancel also ends the sends messaging was retrying (130429): counted failed in the answer, none sent after it", async () => {
+  it("cancel also ends the sends messaging was retrying (130429): `cancelled`, no message.failed, not counted failed, none sent after it", async () => {
     const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const facts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messageCancelled.subject}`);
     const list = phones(40);
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
     await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
@@ -260,18 +264,51 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
       expect(cancelled.body.status).to.equal("cancelled");
       const accepted = list.reduce((n, p) => n + sendsTo(h, p), 0);
       expect(cancelled.body.sent).to.equal(accepted);
-      // Nothing left to send: no recipient waiting, no message of the job pending in messaging; the retried ones failed.
+      // Nothing left to send: no recipient waiting, no message of the job pending in messaging; the retried ones were
+      // never sent (the provider answered 130429, a transient failure), so they end `cancelled`, not failed.
       const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state IN ('sending', 'waiting')`, [job.id]);
       expect(open.n).to.equal(0);
       const [pending] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending'`, [job.id]);
       expect(pending.n).to.equal(0);
-      const [stopped] = await db().query(`SELECT count(*)::int AS n FROM messaging.messages WHERE template_job_id = $1 AND error_code = 'job_cancelled'`, [job.id]);
-      expect(stopped.n).to.be.at.least(1);
-      expect(cancelled.body.failed).to.equal(stopped.n);
-      await eventually(() => eventsOf(h, "message.failed", (d) => d.templateJobId === job.id && d.error?.code === "job_cancelled").length === stopped.n);
-      expect((await getJob(h, org, job.id))).to.include({ sent: cancelled.body.sent, failed: cancelled.body.failed });
+      const stopped: Array<{ id: string }> = await db().query(`SELECT id FROM messaging.messages WHERE template_job_id = $1 AND error_code = 'job_cancelled' AND status = 'cancelled'`, [job.id]);
+      expect(stopped.length).to.be.at.least(1);
+      expect(cancelled.body.failed).to.equal(0);
+      const [recipientsCancelled] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'cancelled'`, [job.id]);
+      expect(recipientsCancelled.n).to.equal(stopped.length);
+      // Analytics is told by a fact per message; the public events say nothing of them (written in the same
+      // transaction as the facts, so they would have come by now).
+      await eventually(() => stopped.every((m) => facts.received.some((f) => f.data.messageId === m.id)));
+      expect(eventsOf(h, "message.failed", (d) => d.templateJobId === job.id)).to.deep.equal([]);
+      expect((await getJob(h, org, job.id))).to.include({ sent: cancelled.body.sent, failed: 0 });
     } finally {
       h.sim.setMode({ kind: "ok" });
+      await facts.close();
+    }
+  });
+
+  it("a send messaging retries after its job was cancelled, with no stop asked (template-jobs gone meanwhile), ends `cancelled` when its retry asks the job's state", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const facts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messageCancelled.subject}`);
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 });
+    try {
+      const list = phones(6);
+      const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+      const waiting = await eventually(async () => {
+        const rows: Array<{ message_id: string }> = await db().query(`SELECT message_id FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'waiting'`, [job.id]);
+        return rows.length >= 2 ? rows.map((r) => r.message_id) : undefined;
+      }, 20_000);
+      // The job's status as a cancel writes it, without the rest of the cancel (the process that took it died).
+      await db().query(`UPDATE template_jobs.jobs SET status = 'cancelled' WHERE id = $1`, [job.id]);
+      await eventually(async () => {
+        const rows: Array<{ status: string }> = await db().query(`SELECT status FROM messaging.messages WHERE id = ANY($1::text[])`, [waiting]);
+        return rows.length === waiting.length && rows.every((r) => r.status === "cancelled");
+      }, 30_000);
+      await eventually(() => waiting.every((id) => facts.received.some((f) => f.data.messageId === id)));
+      expect(eventsOf(h, "message.failed", (d) => d.templateJobId === job.id)).to.deep.equal([]);
+      expect(list.reduce((n, p) => n + sendsTo(h, p), 0)).to.equal(0);
+    } finally {
+      h.sim.setMode({ kind: "ok" });
+      await facts.close();
     }
   });
 

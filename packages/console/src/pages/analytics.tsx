@@ -9,7 +9,7 @@ Chart.register(BarController, BarElement, CategoryScale, LinearScale, Legend, To
 const MAX_DAYS = 92;
 /** Calls in flight at once. */
 const CONCURRENCY = 6;
-const STATUS_COLORS: Record<string, string> = { sent: "#6b8fd6", delivered: "#3aa66a", read: "#1f6f43", failed: "#d64545", pending: "#b9b9b9" };
+const STATUS_COLORS: Record<string, string> = { sent: "#6b8fd6", delivered: "#3aa66a", read: "#1f6f43", failed: "#d64545", pending: "#b9b9b9", cancelled: "#8c8c8c" };
 
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 const daysBetween = (start: string, end: string): string[] => {

@@ -49,6 +49,15 @@ export function sendWorkItem(message: { id: string; organization_id: string }, a
   };
 }
 
+/** `sys.message.cancelled.v1` of a template send its job's cancel ended unsent (once per message: its msgId). */
+export function cancelledFact(message: Pick<MessageRow, "id" | "organization_id" | "created_at">) {
+  return {
+    subject: MESSAGING_SUBJECTS.messageCancelled.subject,
+    msgId: `cancelled:${message.id}`,
+    payload: { organizationId: message.organization_id, messageId: message.id, createdAt: iso(message.created_at)! },
+  };
+}
+
 /** `sys.message.pending.v1` of a message its first attempt left pending (once per message: its msgId). */
 export function pendingFact(message: Pick<MessageRow, "id" | "organization_id" | "created_at">) {
   return {
@@ -109,7 +118,7 @@ const OPTED_OUT = { code: OPTED_OUT_FAILURE_CODE, title: "The contact opted out 
 const OPT_OUT_UNKNOWN = { code: "opt_out_check_unavailable", title: "The opt-out check did not answer; not sent yet" };
 const JOB_STATE_UNKNOWN = { code: "job_state_unavailable", title: "The template job's state did not answer; not sent yet" };
 const JOB_PAUSED = { code: "job_paused", title: "The template job is paused; sent when it resumes" };
-const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send could be retried" };
+export const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send reached the provider" };
 const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send could be retried" };
 /** A retried send whose job state did not answer asks again after this long. */
 const JOB_STATE_RETRY_MS = 2_000;
@@ -167,7 +176,7 @@ export async function attemptSend(
       // template-jobs restarting: asked again soon (a growing backoff kept sends back long after it was up).
       return recordTransient(ctx, message, attempt, JOB_STATE_UNKNOWN, opts, JOB_STATE_RETRY_MS);
     }
-    if (state.status === "cancelled") return recordFailed(ctx, message, attempt, JOB_CANCELLED);
+    if (state.status === "cancelled") return recordCancelled(ctx, message, attempt);
     if (state.status === "failed") return recordFailed(ctx, message, attempt, JOB_FAILED);
     if (state.status === "paused") return recordTransient(ctx, message, attempt, JOB_PAUSED, opts, JOB_PAUSED_RETRY_MS);
     jobSpacingMs = state.minIntervalMs ?? undefined;
@@ -272,6 +281,19 @@ function recordFailed(ctx: MessagingContext, message: MessageRow, attempt: numbe
     if (!failed) return { kind: "settled", message: undefined } as const;
     await enqueue(tx, "messaging", [messageStatusEvent(failed, "failed")]);
     return { kind: "failed", message: failed } as const;
+  });
+}
+
+/**
+ * The send's job was cancelled before the send reached the provider: `cancelled`, never sent, so no public event
+ * (`message.failed` is the provider's failure); analytics is told by `sys.message.cancelled.v1` (ADR 0018).
+ */
+function recordCancelled(ctx: MessagingContext, message: MessageRow, attempt: number): Promise<AttemptOutcome> {
+  return ctx.db.transaction(async (tx) => {
+    const cancelled = await messagesRepository.settleUnsent(tx, message.id, attempt, "cancelled", JOB_CANCELLED);
+    if (!cancelled) return { kind: "settled", message: undefined } as const;
+    await enqueue(tx, "messaging", [cancelledFact(cancelled)]);
+    return { kind: "settled", message: cancelled } as const;
   });
 }
 

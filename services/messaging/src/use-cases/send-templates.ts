@@ -1,5 +1,5 @@
 import { enqueue, RpcCallError } from "@platform/bus";
-import { CONTACTS_RPC, JOB_CANCELLED_FAILURE_CODE, RPC, type TemplateLookupRequest, type TemplateStopRequest, type TemplateStopResponse, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
+import { CONTACTS_RPC, RPC, type TemplateLookupRequest, type TemplateStopRequest, type TemplateStopResponse, type TemplateSendOutcome, type TemplateSendRequest, type TemplateSendResponse } from "@platform/contracts";
 import { sqlState } from "@platform/db";
 import { newId } from "@platform/id";
 import { sleep } from "@platform/runtime";
@@ -7,8 +7,8 @@ import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, sendRounds, type MessageRow, type TemplateInput } from "../db/repositories/messages.repository";
 import type { TemplatePayload } from "../db/entities/message.entity";
-import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
-import { conversationEvent, messageStatusEvent } from "./events";
+import { attemptSend, cancelledFact, deferToWorker, JOB_CANCELLED, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
+import { conversationEvent } from "./events";
 
 /** Bus calls to the contacts service of one batch. */
 const CONTACTS_TIMEOUT_MS = 3_000;
@@ -34,9 +34,10 @@ export function outcomeOf(key: string, m: MessageRow): TemplateSendOutcome {
     case "read":
       return { key, outcome: "sent", messageId: m.id, providerMessageId: m.provider_message_id };
     case "failed":
+    case "cancelled":
       return {
         key,
-        outcome: "failed",
+        outcome: m.status,
         messageId: m.id,
         providerMessageId: m.provider_message_id,
         error: { code: m.error_code ?? "unknown", title: m.error_title ?? "Message failed" },
@@ -145,12 +146,12 @@ export async function lookupTemplateSends(ctx: MessagingContext, req: TemplateLo
 
 /** How often a stop looks again at a send whose attempt is running (ms). */
 const STOP_POLL_MS = 50;
-const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send could be retried" };
 
 /**
  * rpc.messaging.template.stop.v1 (ADR 0018): a cancelled job's sends still pending here (retrying after a transient
- * failure) end as `failed` (`job_cancelled`) with their `message.failed`, in one statement each round; an attempt
- * running now is waited for (at most its lease) and ends as it ends. Answers each one's final outcome.
+ * failure, or held back when the job stopped) end as `cancelled` (`job_cancelled`; never sent, so no public event,
+ * and analytics' `sys.message.cancelled.v1`), in one statement each round; an attempt running now is waited for (at
+ * most its lease) and ends as it ends. Answers each one's final outcome.
  */
 export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStopRequest): Promise<TemplateStopResponse> {
   const { organizationId, templateJobId } = req;
@@ -160,8 +161,8 @@ export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStop
     const pending = await messagesRepository.pendingOfJob(ctx.db, organizationId, templateJobId);
     if (pending.some((p) => !p.leased)) {
       await ctx.db.transaction(async (tx) => {
-        const failed = await messagesRepository.failUnleasedOfJob(tx, organizationId, templateJobId, JOB_CANCELLED);
-        await enqueue(tx, "messaging", failed.map((m) => messageStatusEvent(m, "failed")));
+        const cancelled = await messagesRepository.cancelUnleasedOfJob(tx, organizationId, templateJobId, JOB_CANCELLED);
+        await enqueue(tx, "messaging", cancelled.map(cancelledFact));
       });
       continue;
     }
@@ -173,8 +174,8 @@ export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStop
   return {
     results: rows.map((m) => ({
       messageId: m.id,
-      outcome: m.status === "failed" ? ("failed" as const) : m.status === "pending" ? ("pending" as const) : ("sent" as const),
-      errorCode: m.status === "failed" ? m.error_code : null,
+      outcome: m.status === "failed" || m.status === "cancelled" || m.status === "pending" ? m.status : ("sent" as const),
+      errorCode: m.status === "failed" || m.status === "cancelled" ? m.error_code : null,
     })),
   };
 }

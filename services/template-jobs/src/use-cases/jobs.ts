@@ -1,4 +1,4 @@
-import { dateInstant, MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, TEMPLATE_JOBS_SUBJECTS, type JobStateResponse, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
+import { dateInstant, MESSAGING_RPC, RPC, TEMPLATE_JOBS_SUBJECTS, type JobStateResponse, type PageQuery, type TemplateJob, type TemplateJobList, type TemplateSendJobRequest } from "@platform/contracts";
 import { BusUnavailableError, outboxOrigin, RpcCallError } from "@platform/bus";
 import { iso } from "@platform/db";
 import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
@@ -6,6 +6,7 @@ import { sleep } from "@platform/runtime";
 import { newId } from "@platform/id";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
+import { finalStateOf } from "./final-state";
 import type { Queryable } from "../db/repositories/queryable";
 import { templatesRepository, type TemplateRow } from "../db/repositories/templates.repository";
 
@@ -186,9 +187,11 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
 }
 
 /**
- * Recipients `waiting` (messaging retries their send after a transient failure): messaging ends the ones it still
- * holds (`job_cancelled`), waits for an attempt running now, and answers each outcome, recorded here before the
- * cancel answers so that its counts are final (ADR 0018). Messaging not answering: their events settle them later.
+ * Recipients `waiting` (messaging retries their send after a transient failure, or holds it back since the job
+ * stopped): messaging ends the ones it still holds as `cancelled` (never sent, no event), waits for an attempt running
+ * now, and answers each outcome, recorded here before the cancel answers so that its counts are final (ADR 0018).
+ * Messaging not answering: those stay `waiting`, uncounted, as `cancelled` ones are; the events of any that do end
+ * otherwise (an attempt running then) still settle them.
  */
 async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<void> {
   const waiting = await jobsRepository.waitingMessageIds(ctx.db, jobId);
@@ -199,7 +202,7 @@ async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string
       const { results } = await ctx.bus.request(MESSAGING_RPC.stopTemplateSends, { organizationId, templateJobId: jobId, messageIds }, { timeoutMs: STOP_TIMEOUT_MS });
       const outcomes = results
         .filter((r) => r.outcome !== "pending")
-        .map((r) => ({ messageId: r.messageId, state: r.outcome === "sent" ? ("sent" as const) : r.errorCode === OPTED_OUT_FAILURE_CODE ? ("skipped" as const) : ("failed" as const), errorCode: r.errorCode }));
+        .map((r) => ({ messageId: r.messageId, state: finalStateOf(r.outcome as Exclude<typeof r.outcome, "pending">, r.errorCode), errorCode: r.errorCode }));
       await ctx.db.transaction((m) => jobsRepository.finalizeMessages(m, jobId, outcomes));
     }
   } catch (err) {

@@ -1,7 +1,8 @@
-import { CONTACTS_RPC, MESSAGING_RPC, OPTED_OUT_FAILURE_CODE, RPC, type TemplateSendOutcome } from "@platform/contracts";
+import { CONTACTS_RPC, MESSAGING_RPC, RPC, type TemplateSendOutcome } from "@platform/contracts";
 import { RpcCallError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
-import { jobsRepository, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
+import { jobsRepository, type FinalState, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
+import { finalStateOf } from "./final-state";
 import { announceStopped } from "./jobs";
 import { templateById, type TemplateRow } from "../db/repositories/templates.repository";
 
@@ -284,7 +285,6 @@ async function sendBatch(ctx: TemplateJobsContext, job: JobRow, template: Templa
   return new Map(answer.results.map((r) => [r.key, r]));
 }
 
-const STATE_OF = { sent: "sent", failed: "failed", opted_out: "skipped", pending: "waiting" } as const;
 
 /** Recipients asked about per lookup (the request's limit). */
 const SETTLE_CHUNK = 1_000;
@@ -333,8 +333,7 @@ export async function settleOverdueWaiting(ctx: TemplateJobsContext, job: JobRow
     const outcomes = results.flatMap((r) => {
       if (r.outcome === "pending" || !r.messageId) return [];
       const errorCode = r.error?.code ?? null;
-      const state = r.outcome === "sent" ? "sent" : r.outcome === "opted_out" || errorCode === OPTED_OUT_FAILURE_CODE ? "skipped" : "failed";
-      return [{ messageId: r.messageId, state: state as "sent" | "failed" | "skipped", errorCode }];
+      return [{ messageId: r.messageId, state: finalStateOf(r.outcome, errorCode), errorCode }];
     });
     if (outcomes.length === 0) return false;
     ctx.log.warn({ jobId: job.id, settled: outcomes.length }, "template sends waiting without their event settled from messaging's outcome");
@@ -350,13 +349,12 @@ export async function settleOverdueWaiting(ctx: TemplateJobsContext, job: JobRow
 
 /** The outcomes in one transaction; a send missing from the answer stays `sending` (sent again with its key). */
 async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRow[], results: Map<string, TemplateSendOutcome>): Promise<void> {
-  const outcomes: Array<{ seq: number; state: "sent" | "failed" | "skipped" | "waiting"; messageId: string | null; errorCode: string | null }> = [];
+  const outcomes: Array<{ seq: number; state: FinalState | "waiting"; messageId: string | null; errorCode: string | null }> = [];
   for (const r of rows) {
     const result = results.get(sendKey(jobId, r.seq));
     if (!result) continue;
     const errorCode = result.error?.code ?? null;
-    // Stopped by an opt-out set while it waited for its slot in messaging: never sent, so skipped (contract).
-    const state = result.outcome === "failed" && errorCode === OPTED_OUT_FAILURE_CODE ? "skipped" : STATE_OF[result.outcome];
+    const state = result.outcome === "pending" ? "waiting" : finalStateOf(result.outcome, errorCode);
     outcomes.push({ seq: r.seq, state, messageId: result.messageId, errorCode });
   }
   await ctx.db.transaction(async (m) => {

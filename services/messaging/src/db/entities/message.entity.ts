@@ -10,7 +10,8 @@ export interface TemplatePayload {
 
 export type MessageDirection = "inbound" | "outbound";
 /** `received` for inbound; outbound: `pending` → `sent` → `delivered` → `read`, or `failed`. */
-export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed";
+/** `cancelled`: a template send its job's cancel ended before it reached the provider (final, no public event). */
+export type MessageStatus = "received" | "pending" | "sent" | "delivered" | "read" | "failed" | "cancelled";
 
 @Entity({ name: "messages" })
 export class MessageEntity {

@@ -490,10 +490,15 @@ export const messagesRepository = {
   },
 
   async markFailed(q: Queryable, id: string, attempt: number, error: { code: string; title: string }): Promise<MessageRow | undefined> {
+    return messagesRepository.settleUnsent(q, id, attempt, "failed", error);
+  },
+
+  /** A pending message's attempt `attempt` ends it without a provider answer: `failed`, or `cancelled` (its job's cancel). */
+  async settleUnsent(q: Queryable, id: string, attempt: number, status: "failed" | "cancelled", error: { code: string; title: string }): Promise<MessageRow | undefined> {
     const rows = await run(q, 
-      `UPDATE ${SCHEMA}.messages SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, error_code = $3, error_title = $4, updated_at = clock_timestamp()
+      `UPDATE ${SCHEMA}.messages SET status = $5, lease_until = NULL, next_attempt_at = NULL, error_code = $3, error_title = $4, updated_at = clock_timestamp()
        WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING *`,
-      [id, attempt, error.code, error.title],
+      [id, attempt, error.code, error.title, status],
     );
     return rows[0];
   },
@@ -511,11 +516,11 @@ export const messagesRepository = {
     );
   },
 
-  /** Ends a job's pending sends that no attempt holds now as `failed` with `error`; answers them. */
-  async failUnleasedOfJob(q: Queryable, organizationId: string, templateJobId: string, error: { code: string; title: string }): Promise<MessageRow[]> {
+  /** Ends a job's pending sends that no attempt holds now as `cancelled` with `error` (never sent); answers them. */
+  async cancelUnleasedOfJob(q: Queryable, organizationId: string, templateJobId: string, error: { code: string; title: string }): Promise<MessageRow[]> {
     return run(
       q,
-      `UPDATE ${SCHEMA}.messages SET status = 'failed', lease_until = NULL, next_attempt_at = NULL, error_code = $3, error_title = $4, updated_at = clock_timestamp()
+      `UPDATE ${SCHEMA}.messages SET status = 'cancelled', lease_until = NULL, next_attempt_at = NULL, error_code = $3, error_title = $4, updated_at = clock_timestamp()
        WHERE organization_id = $1 AND template_job_id = $2 AND status = 'pending' AND (lease_until IS NOT NULL OR next_attempt_at IS NOT NULL)
          AND (lease_until IS NULL OR lease_until < clock_timestamp())
        RETURNING *`,
@@ -559,7 +564,7 @@ export const messagesRepository = {
    * A provider batch's statuses for one channel, applied in ONE statement with
    * the forward-only rules in SQL. Each status names its message by our id
    * (callback data) or, when that names none, by the provider's id. Per
-   * message, in batch order: nothing moves a final message (`read`, `failed`);
+   * message, in batch order: nothing moves a final message (`read`, `failed`, `cancelled`);
    * the first `read` or `failed` of the batch ends it; otherwise it moves to
    * the highest of `sent` < `delivered` it was given, if above where it is.
    * Rows are locked in id order (concurrent batches never deadlock) and read
@@ -606,7 +611,7 @@ export const messagesRepository = {
        ), decided AS (
          SELECT p.id, p.old_status, p.pmid, f.error_code, f.error_title,
            CASE
-             WHEN p.old_status IN ('read', 'failed') THEN p.old_status
+             WHEN p.old_status IN ('read', 'failed', 'cancelled') THEN p.old_status
              WHEN p.stop_ord IS NOT NULL THEN f.status
              WHEN p.max_rank > CASE p.old_status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 ELSE 3 END
                THEN (ARRAY['sent', 'delivered'])[p.max_rank]

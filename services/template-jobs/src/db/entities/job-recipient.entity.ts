@@ -3,8 +3,9 @@ import { Column, Entity, PrimaryColumn } from "typeorm";
 /**
  * One recipient of a job: `pending` → `sending` (claimed, in a transaction) →
  * `sent` / `failed` / `skipped`, or `waiting` while messaging retries it and
- * its final `message.*` event is awaited. Its send's idempotency key is
- * `job:<jobId>:<seq>`.
+ * its final `message.*` event is awaited; `cancelled` when the job's cancel
+ * stopped its send in messaging before it reached the provider (uncounted).
+ * Its send's idempotency key is `job:<jobId>:<seq>`.
  */
 @Entity({ name: "job_recipients" })
 export class JobRecipientEntity {

@@ -1,6 +1,9 @@
 import type { TemplateStatus } from "@platform/contracts";
 import { run, SCHEMA, type Queryable } from "./queryable";
 
+/** Where a recipient's send ended: counted `sent`, `failed` or `skipped`; `cancelled` (never sent, by the job's cancel) uncounted. */
+export type FinalState = "sent" | "failed" | "skipped" | "cancelled";
+
 export interface JobRow {
   id: string;
   organization_id: string;
@@ -36,7 +39,7 @@ export interface RecipientRow {
   contact_id: string | null;
   body_parameters: string[];
   button_parameters: Array<{ type: "quick_reply"; payload: string; index?: number } | { type: "url"; text: string; index?: number }>;
-  state: "pending" | "sending" | "waiting" | "sent" | "failed" | "skipped";
+  state: "pending" | "sending" | "waiting" | FinalState;
   message_id: string | null;
   slot_at: Date | null;
 }
@@ -383,7 +386,7 @@ export const jobsRepository = {
   async recordOutcomes(
     q: Queryable,
     jobId: string,
-    outcomes: Array<{ seq: number; state: "sent" | "failed" | "skipped" | "waiting"; messageId: string | null; errorCode: string | null }>,
+    outcomes: Array<{ seq: number; state: FinalState | "waiting"; messageId: string | null; errorCode: string | null }>,
   ): Promise<void> {
     if (outcomes.length === 0) return;
     const rows = await run<{ state: string }>(
@@ -412,7 +415,7 @@ export const jobsRepository = {
    * Final outcomes of several sends messaging was retrying, by message id, in one statement (then one count): rows
    * are locked in one go, so a `message.*` event finalizing one of them at the same time waits, never deadlocks.
    */
-  async finalizeMessages(q: Queryable, jobId: string, outcomes: Array<{ messageId: string; state: "sent" | "failed" | "skipped"; errorCode: string | null }>): Promise<void> {
+  async finalizeMessages(q: Queryable, jobId: string, outcomes: Array<{ messageId: string; state: FinalState; errorCode: string | null }>): Promise<void> {
     if (outcomes.length === 0) return;
     const rows = await run<{ state: string }>(
       q,
