@@ -18,6 +18,12 @@ describe("templates: admin API, list, provider status updates", function () {
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     expect(res.body).to.include({ name: "welcome", language: "en_US", category: "MARKETING", status: "approved", bodyParameterCount: 2, providerTemplateId: "987654321", templateAccountId: "waba_9", headerFormat: "image" });
     expect(res.body.id).to.match(/^tpl_/);
+    // Created and last updated at the same instant (the two column defaults once read two clocks, a few ms apart).
+    expect(res.body.updatedAt).to.equal(res.body.createdAt);
+    for (let i = 0; i < 5; i++) {
+      const t = (await api(h, org).post(`/admin/v1/organizations/${org}/templates`).send({ name: `t${i}`, language: "en", status: "approved", bodyParameterCount: 0, providerTemplateId: uniqueProviderTemplateId(), templateAccountId: "a" })).body;
+      expect(t.updatedAt, `template ${i}`).to.equal(t.createdAt);
+    }
   });
 
   it("refuses a taken provider template id in the organization (409 CONFLICT) and bad fields (400)", async () => {

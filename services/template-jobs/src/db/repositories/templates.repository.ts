@@ -20,9 +20,11 @@ export const templatesRepository = {
   async insert(q: Queryable, row: Omit<TemplateRow, "created_at" | "updated_at">): Promise<TemplateRow | null> {
     const rows = await run<TemplateRow>(
       q,
+      // One instant for both stamps: the column defaults read two clocks (`created_at` the statement's, `updated_at`
+      // the transaction's start), which left `updatedAt` a few ms before `createdAt`.
       `INSERT INTO ${SCHEMA}.templates (id, organization_id, name, language, category, status, body_parameter_count,
-         provider_template_id, template_account_id, header_format)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         provider_template_id, template_account_id, header_format, created_at, updated_at)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, t.at, t.at FROM (SELECT date_trunc('milliseconds', clock_timestamp()) AS at) t
        ON CONFLICT (organization_id, provider_template_id) DO NOTHING
        RETURNING *`,
       [row.id, row.organization_id, row.name, row.language, row.category, row.status, row.body_parameter_count,
