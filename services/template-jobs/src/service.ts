@@ -2,6 +2,7 @@ import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import type { ServiceDefinition } from "@platform/service";
 import { consumeMessageFinalEvents } from "./bus/consumers/evt.message.final.consumer";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
+import { consumeOrganizationUpserted } from "./bus/consumers/sys.organization.upserted.consumer";
 import { serveJobState } from "./bus/responders/rpc.template-jobs.job.state";
 import { BatchesInFlight, RecentSet, type TemplateJobsContext, type TemplateJobsDeps } from "./context";
 import { entities } from "./db/entities";
@@ -11,6 +12,7 @@ import { JobsOrganizationPage1764200000000 } from "./db/migrations/1764200000000
 import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin";
 import { IdempotencyBodyAsSent1764700000000 } from "./db/migrations/1764700000000-IdempotencyBodyAsSent";
 import { CancelledRecipients1764800000000 } from "./db/migrations/1764800000000-CancelledRecipients";
+import { OrganizationPlans1764800001000 } from "./db/migrations/1764800001000-OrganizationPlans";
 import { SettleCancelled1764500000000 } from "./db/migrations/1764500000000-SettleCancelled";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
@@ -65,6 +67,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     SettleCancelled1764500000000,
     IdempotencyBodyAsSent1764700000000,
     CancelledRecipients1764800000000,
+    OrganizationPlans1764800001000,
   ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),
@@ -73,6 +76,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     serveJobState(ctx);
     await consumeProviderInbound(ctx);
     await consumeMessageFinalEvents(ctx);
+    await consumeOrganizationUpserted(ctx);
     const stopRunner = startJobRunner(ctx);
     return [stopRunner, startIdempotencySweeper(ctx)];
   },

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { MESSAGING_SUBJECTS, toProviderDigits } from "@platform/contracts";
+import { MESSAGING_SUBJECTS, SUBJECTS, TEMPLATE_JOBS_RPC, toProviderDigits } from "@platform/contracts";
 import { collectSubject, eventually } from "@platform/testing";
 import {
   api, createTemplate, eventsOf, getJob, optOut, recipients, sendsTo, setup, sharedHarness, templateRequestsTo, TEMPLATE_ACCOUNT_ID,
@@ -310,6 +310,40 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
       h.sim.setMode({ kind: "ok" });
       await facts.close();
     }
+  });
+
+  it("an organization switched to `inactive` stops sending its running job; back on a plan, the job finishes, each recipient once", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const plan = async (p: string, at: Date) => {
+      const fact = { id: org, name: "Org", plan: p, rateLimit: { perSecond: 10, burst: 20 }, optOutKeywords: [], createdAt: "2026-01-01T00:00:00.000Z", updatedAt: at.toISOString(), deleted: false };
+      await h.bus.publish(SUBJECTS.organizationUpserted.subject, fact, { msgId: `org:${org}:${at.getTime()}` });
+      await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.organizations WHERE id = $1 AND plan = $2`, [org, p])).length === 1);
+    };
+    // 200 recipients at 20/s: about 10 s of sending, batches of 4, three in flight.
+    const list = phones(200);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    const before = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    await plan("inactive", new Date());
+    // The run stops at its next round: its batches in flight answered and recorded, its lease let go.
+    await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.jobs WHERE id = $1 AND lease_owner IS NULL`, [job.id])).length === 1, 20_000);
+    const stopped = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    // At most the batches in flight and those claimed before the plan reached the runner (three lanes of 4, twice).
+    expect(stopped - before, "sends after the switch").to.be.at.most(24);
+    // Another organization's job runs to its end meanwhile: the runner claimed and ran work, and left this one alone.
+    const other = await setup(h);
+    const otherJob = await createJob(other.org, { templateId: other.template.id, messagingChannelId: other.channel.id, recipients: recipients(phones(3)) });
+    await waitForJob(h, other.org, otherJob.id, "completed");
+    expect(list.reduce((n, p) => n + sendsTo(h, p), 0), "sends while inactive").to.equal(stopped);
+    expect((await getJob(h, org, job.id)).status).to.equal("running");
+    // messaging's retries of the job's sends are told to wait (as for a paused job).
+    const state = await h.bus.request(TEMPLATE_JOBS_RPC.jobState, { organizationId: org, jobId: job.id }, { timeoutMs: 5_000 });
+    expect(state.status).to.equal("paused");
+
+    await plan("growth", new Date(Date.now() + 1));
+    const done = await waitForJob(h, org, job.id, "completed", 60_000);
+    expect(done).to.include({ sent: 200, failed: 0 });
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
   });
 
   it("a paused job's sends messaging retries wait while it is paused, and go once it is approved again", async () => {

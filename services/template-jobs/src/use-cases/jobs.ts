@@ -6,6 +6,7 @@ import { sleep } from "@platform/runtime";
 import { newId } from "@platform/id";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
+import { organizationsRepository } from "../db/repositories/organizations.repository";
 import { finalStateOf } from "./final-state";
 import type { Queryable } from "../db/repositories/queryable";
 import { templatesRepository, type TemplateRow } from "../db/repositories/templates.repository";
@@ -214,11 +215,15 @@ const STOP_CHUNK = 1_000;
 /** Bound of the stop request: messaging waits for an attempt running now (its lease: pacing, a provider call, a margin). */
 const STOP_TIMEOUT_MS = 30_000;
 
-/** rpc.template-jobs.job.state.v1: what messaging needs before it retries one of the job's sends. */
+/**
+ * rpc.template-jobs.job.state.v1: what messaging needs before it retries one of the job's sends. A running job of an
+ * `inactive` organization answers `paused`: its sends wait, as a paused job's do, until the plan changes (ADR 0022).
+ */
 export async function jobState(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<JobStateResponse> {
   const row = await jobsRepository.byId(ctx.db, organizationId, jobId);
   if (!row) return { status: null, minIntervalMs: null };
-  return { status: row.status, minIntervalMs: row.throttle_per_hour === null ? null : 3_600_000 / row.throttle_per_hour };
+  const held = (row.status === "running" || row.status === "queued") && (await organizationsRepository.isInactive(ctx.db, organizationId));
+  return { status: held ? "paused" : row.status, minIntervalMs: row.throttle_per_hour === null ? null : 3_600_000 / row.throttle_per_hour };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { TemplateStatus } from "@platform/contracts";
+import { organizationActive } from "./organizations.repository";
 import { run, SCHEMA, type Queryable } from "./queryable";
 
 /** Where a recipient's send ended: counted `sent`, `failed` or `skipped`; `cancelled` (never sent, by the job's cancel) uncounted. */
@@ -64,7 +65,8 @@ export const FINAL_JOB_STATES = ["completed", "cancelled", "failed"] as const;
 const unownedDue = (t: string) => `${t}.status IN ('queued', 'running')
   AND (${t}.scheduled_for IS NULL OR ${t}.scheduled_for <= clock_timestamp())
   AND (${t}.run_after IS NULL OR ${t}.run_after <= clock_timestamp())
-  AND (${t}.lease_until IS NULL OR ${t}.lease_until < clock_timestamp())`;
+  AND (${t}.lease_until IS NULL OR ${t}.lease_until < clock_timestamp())
+  AND ${organizationActive(`${t}.organization_id`)}`;
 
 export const jobsRepository = {
   async insert(
@@ -236,15 +238,24 @@ export const jobsRepository = {
     return rows.map((r) => r.organization_id);
   },
 
-  /** Extends the lease; null when it is no longer ours or the job is no longer running (cancelled, paused, failed). */
+  /**
+   * Extends the lease; null when it is no longer ours, the job is no longer running (cancelled, paused, failed), or
+   * its organization is `inactive` (ADR 0022: the run stops, and the job waits unclaimed until the plan changes).
+   */
   async renew(q: Queryable, id: string, owner: string, leaseMs: number): Promise<JobRow | null> {
     const rows = await run<JobRow>(
       q,
-      `UPDATE ${SCHEMA}.jobs SET lease_until = clock_timestamp() + $3 * interval '1 millisecond'
-       WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING *`,
+      `UPDATE ${SCHEMA}.jobs j SET lease_until = clock_timestamp() + $3 * interval '1 millisecond'
+       WHERE j.id = $1 AND j.lease_owner = $2 AND j.status = 'running' AND ${organizationActive("j.organization_id")} RETURNING j.*`,
       [id, owner, leaseMs],
     );
     return rows[0] ?? null;
+  },
+
+  /** The organization's jobs that may be sending (running, or queued and due): their batches in flight are held back. */
+  async activeIdsOf(q: Queryable, organizationId: string): Promise<string[]> {
+    const rows = await run<{ id: string }>(q, `SELECT id FROM ${SCHEMA}.jobs WHERE organization_id = $1 AND status IN ('queued', 'running')`, [organizationId]);
+    return rows.map((r) => r.id);
   },
 
   async release(q: Queryable, id: string, owner: string, runAfterMs: number | null): Promise<void> {
