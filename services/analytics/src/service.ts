@@ -4,6 +4,7 @@ import { MessageEventIngestor, STATUS_EVENTS_FEED } from "./bus/consumers/evt.me
 import { CANCELLED_MESSAGES_FEED, PENDING_MESSAGES_FEED } from "./bus/consumers/sys.message.facts.consumer";
 import { entities } from "./db/entities";
 import { CreateAnalyticsSchema1763900000000 } from "./db/migrations/1763900000000-CreateAnalyticsSchema";
+import { CancelledBetweenPendingAndSent1764800000000 } from "./db/migrations/1764800000000-CancelledBetweenPendingAndSent";
 import { envShape } from "./env";
 import { v1AnalyticsGet } from "./routes/v1_analytics_get";
 import { createContext, SCHEMA } from "./use-cases/context";
@@ -17,7 +18,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: SCHEMA,
   env: envShape,
   entities,
-  migrations: [CreateAnalyticsSchema1763900000000],
+  migrations: [CreateAnalyticsSchema1763900000000, CancelledBetweenPendingAndSent1764800000000],
   // Publishes no events: no outbox.
   outbox: false,
   routes(deps) {

@@ -56,8 +56,15 @@ async function publishCancelled(organizationId: string, messageId: string, creat
   await harness().bus.publish(MESSAGING_SUBJECTS.messageCancelled.subject, { organizationId, messageId, createdAt }, { msgId: `cancelled:${messageId}` });
 }
 
+/** Waits until the cancelled feed has applied everything published on it before this call (it is applied in order). */
+async function settleCancelled(): Promise<void> {
+  const org = newOrg();
+  await publishCancelled(org, newMessageId(), "2001-01-01T00:00:00.000Z");
+  await eventually(async () => (await analytics(org, "2001-01-01", "2001-01-01")).outboundMessages.total === 1, 20_000);
+}
+
 describe("analytics: template sends a job's cancel ended before they were sent", () => {
-  it("counts them as cancelled (in total, not failed), over their pending, and nothing after moves them", async () => {
+  it("counts them as cancelled (in total, not failed), over their pending; a later pending fact changes nothing, a provider status does", async () => {
     const org = newOrg();
     const day = "2026-04-04";
     const [held, retried, sent] = [newMessageId(), newMessageId(), newMessageId()];
@@ -74,5 +81,14 @@ describe("analytics: template sends a job's cancel ended before they were sent",
     expect(after.outboundMessages.total).to.equal(3);
     expect(counts(after)).to.deep.equal({ sent: 1, delivered: 0, read: 0, failed: 0, cancelled: 2 });
     expect(after.outboundMessages.failureRate).to.equal(0);
+    // The provider had accepted one after all (a call that went unanswered): its status moves it on, and a cancelled
+    // fact coming after that status (another feed) changes nothing.
+    await publish([statusEvent(org, retried, `${day}T10:00:00.000Z`, "delivered")]);
+    await eventually(async () => counts(await analytics(org, day, day)).delivered === 1, 20_000);
+    await publishCancelled(org, sent, `${day}T10:00:00.000Z`);
+    await settleCancelled();
+    const moved = await analytics(org, day, day);
+    expect(moved.outboundMessages.total).to.equal(3);
+    expect(counts(moved)).to.deep.equal({ sent: 1, delivered: 1, read: 0, failed: 0, cancelled: 1 });
   });
 });

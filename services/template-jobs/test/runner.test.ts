@@ -196,6 +196,25 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(failed.sent).to.be.below(60);
   });
 
+  it("a job failed by its template's disabling ends the sends it held back `cancelled`: no message.failed, not counted failed", async () => {
+    // 20/s: batches of 4, three in flight, each paced over about 200 ms; the disabling comes while some are.
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(80);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event: "DISABLED" });
+    await waitForJob(h, org, job.id, "failed");
+    // The held sends go to messaging's retry worker, which asks the job's state and ends them.
+    await eventually(async () => (await db().query(`SELECT 1 FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending'`, [job.id])).length === 0, 20_000);
+    const held: Array<{ id: string }> = await db().query(`SELECT id FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NULL`, [job.id]);
+    const ended: Array<{ status: string; error_code: string }> = await db().query(`SELECT DISTINCT status, error_code FROM messaging.messages WHERE id = ANY($1::text[])`, [held.map((m) => m.id)]);
+    expect(ended.filter((e) => !(e.status === "cancelled" && e.error_code === "job_failed")), JSON.stringify(ended)).to.deep.equal([]);
+    const accepted = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    const after = await getJob(h, org, job.id);
+    expect(after).to.include({ status: "failed", sent: accepted, failed: 0 });
+    expect(eventsOf(h, "message.failed", (d) => d.templateJobId === job.id)).to.deep.equal([]);
+  });
+
   it("stops sending on cancel: a throttled job's claimed recipients go back unsent, and the run has let go when the cancel answers", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(30);
@@ -283,6 +302,42 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     } finally {
       h.sim.setMode({ kind: "ok" });
       await facts.close();
+    }
+  });
+
+  it("a send the cancel stopped whose unanswered call the provider had accepted after all moves on with the provider's statuses, and is counted sent", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(40);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    // The provider answers the next calls after messaging's timeout (1.5 s here): they go unanswered, and are accepted.
+    h.sim.setMode({ kind: "slow", delayMs: 4_000, times: 4 });
+    try {
+      await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'waiting'`, [job.id])).length >= 1, 20_000);
+      const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
+      expect(cancelled.body).to.include({ status: "cancelled", failed: 0 });
+      const cancelledIds = ((await db().query(`SELECT id FROM messaging.messages WHERE template_job_id = $1 AND status = 'cancelled'`, [job.id])) as Array<{ id: string }>).map((r) => r.id);
+      // The provider's late answers: some of the sends the cancel stopped had been accepted after all.
+      const stopped = await eventually(() => {
+        const ids = h.sim.requests.filter((r) => r.responseStatus === 200 && cancelledIds.includes((r.body as { biz_opaque_callback_data?: string }).biz_opaque_callback_data ?? ""));
+        return ids.length >= 1 ? ids.map((r) => ({ id: (r.body as { biz_opaque_callback_data: string }).biz_opaque_callback_data })) : undefined;
+      }, 20_000);
+      // Then its status callbacks: those sends are what the provider says.
+      const accepted = () => list.reduce((n, p) => n + sendsTo(h, p), 0);
+      await eventually(async () => {
+        const rows: Array<{ status: string }> = await db().query(`SELECT status FROM messaging.messages WHERE id = ANY($1::text[])`, [stopped.map((m) => m.id)]);
+        return rows.every((r) => r.status === "read");
+      }, 30_000);
+      for (const m of stopped) {
+        expect(eventsOf(h, "message.sent", (d) => d.messageId === m.id), m.id).to.have.length(1);
+        expect(eventsOf(h, "message.read", (d) => d.messageId === m.id), m.id).to.have.length(1);
+      }
+      await eventually(async () => (await getJob(h, org, job.id)).sent === accepted(), 20_000);
+      expect(await getJob(h, org, job.id)).to.include({ status: "cancelled", failed: 0 });
+      const [left] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients r JOIN messaging.messages m ON m.id = r.message_id WHERE r.job_id = $1 AND r.state = 'cancelled' AND m.status <> 'cancelled'`, [job.id]);
+      expect(left.n).to.equal(0);
+    } finally {
+      h.sim.setMode({ kind: "ok" });
     }
   });
 

@@ -4,10 +4,12 @@ import type { OutboundStatus } from "@platform/contracts";
 export type AnalyticsStatus = OutboundStatus | "cancelled";
 
 /**
- * Forward-only order (contract section 2): a status replaces a lower one only; read, failed and cancelled are final
- * (a cancelled send never reached the provider, so no status of it can follow).
+ * Forward-only order (contract section 2): a status replaces a lower one only; read and failed are final. `cancelled`
+ * shares rank 0 with `pending` and replaces it by name in `apply_message_statuses`; any provider status replaces it (a
+ * call that went unanswered had been accepted after all). Pending and cancelled facts come on feeds of their own, so
+ * one batch never holds both for a message.
  */
-export const STATUS_RANK: Record<AnalyticsStatus, number> = { pending: 0, sent: 1, delivered: 2, read: 3, failed: 3, cancelled: 3 };
+export const STATUS_RANK: Record<AnalyticsStatus, number> = { pending: 0, cancelled: 0, sent: 1, delivered: 2, read: 3, failed: 3 };
 
 /** One message status event as analytics needs it. */
 export interface StatusEvent {

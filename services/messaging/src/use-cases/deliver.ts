@@ -119,7 +119,7 @@ const OPT_OUT_UNKNOWN = { code: "opt_out_check_unavailable", title: "The opt-out
 const JOB_STATE_UNKNOWN = { code: "job_state_unavailable", title: "The template job's state did not answer; not sent yet" };
 const JOB_PAUSED = { code: "job_paused", title: "The template job is paused; sent when it resumes" };
 export const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send reached the provider" };
-const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send could be retried" };
+const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send reached the provider" };
 /** A retried send whose job state did not answer asks again after this long. */
 const JOB_STATE_RETRY_MS = 2_000;
 /** A paused job's retried send looks again after this long. */
@@ -176,8 +176,8 @@ export async function attemptSend(
       // template-jobs restarting: asked again soon (a growing backoff kept sends back long after it was up).
       return recordTransient(ctx, message, attempt, JOB_STATE_UNKNOWN, opts, JOB_STATE_RETRY_MS);
     }
-    if (state.status === "cancelled") return recordCancelled(ctx, message, attempt);
-    if (state.status === "failed") return recordFailed(ctx, message, attempt, JOB_FAILED);
+    if (state.status === "cancelled") return recordCancelled(ctx, message, attempt, JOB_CANCELLED);
+    if (state.status === "failed") return recordCancelled(ctx, message, attempt, JOB_FAILED);
     if (state.status === "paused") return recordTransient(ctx, message, attempt, JOB_PAUSED, opts, JOB_PAUSED_RETRY_MS);
     jobSpacingMs = state.minIntervalMs ?? undefined;
   }
@@ -285,12 +285,13 @@ function recordFailed(ctx: MessagingContext, message: MessageRow, attempt: numbe
 }
 
 /**
- * The send's job was cancelled before the send reached the provider: `cancelled`, never sent, so no public event
- * (`message.failed` is the provider's failure); analytics is told by `sys.message.cancelled.v1` (ADR 0018).
+ * The send's job was cancelled, or ended `failed` (its template disabled or rejected), before the send reached the
+ * provider: `cancelled`, never sent, so no public event (`message.failed` is the provider's failure); analytics is
+ * told by `sys.message.cancelled.v1` (ADR 0018).
  */
-function recordCancelled(ctx: MessagingContext, message: MessageRow, attempt: number): Promise<AttemptOutcome> {
+function recordCancelled(ctx: MessagingContext, message: MessageRow, attempt: number, error: { code: string; title: string }): Promise<AttemptOutcome> {
   return ctx.db.transaction(async (tx) => {
-    const cancelled = await messagesRepository.settleUnsent(tx, message.id, attempt, "cancelled", JOB_CANCELLED);
+    const cancelled = await messagesRepository.settleUnsent(tx, message.id, attempt, "cancelled", error);
     if (!cancelled) return { kind: "settled", message: undefined } as const;
     await enqueue(tx, "messaging", [cancelledFact(cancelled)]);
     return { kind: "settled", message: cancelled } as const;

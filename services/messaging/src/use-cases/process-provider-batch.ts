@@ -432,7 +432,9 @@ function buttonReplyOf(interactive: unknown): { id: string; title: string } | un
   return { id: reply.id, title: reply.title };
 }
 
-const RANK: Record<string, number> = { pending: 0, sent: 1, delivered: 2, read: 3 };
+// `cancelled`: never sent as far as we knew (its job stopped it); a provider callback for it says the provider had
+// accepted a call that went unanswered, so it moves on from there as a pending send would.
+const RANK: Record<string, number> = { pending: 0, cancelled: 0, sent: 1, delivered: 2, read: 3 };
 const FINAL = new Set<MessageStatus>(["read", "failed"]);
 
 /**
@@ -521,7 +523,7 @@ export function transitions(before: MessageStatus, targets: string[], after: Mes
 /** The events a jump from `from` straight to `to` skips and implies: `sent` out of `pending`, `delivered` before `read`. */
 function implied(from: MessageStatus, to: MessageStatus): OutboundEventStatus[] {
   const steps: OutboundEventStatus[] = [];
-  if (from === "pending" && to !== "sent") steps.push("sent");
+  if ((from === "pending" || from === "cancelled") && to !== "sent") steps.push("sent");
   if (to === "read" && RANK[from] < RANK.delivered) steps.push("delivered");
   return steps;
 }

@@ -7,7 +7,7 @@ import { run, SCHEMA } from "../db/repositories/queryable";
 
 /**
  * A `message.sent` / `message.failed` of a template send: a recipient left
- * `waiting` becomes `sent` / `failed` (counted once), and the job completes
+ * `waiting` (or `cancelled`, a call the provider accepted after all) becomes `sent` / `failed` (counted once), and the job completes
  * when it was the last open one. An event that arrives before the batch's
  * answer was recorded (no recipient has its message id yet) is retried
  * shortly while the job runs; events of sends already final change nothing.
@@ -31,7 +31,9 @@ export async function finalizeSend(ctx: TemplateJobsContext, event: z.infer<type
   const state = event.event === "message.sent" ? "sent" : data.error?.code === OPTED_OUT_FAILURE_CODE ? "skipped" : "failed";
   // Most events are of sends already recorded as final (messaging answered `sent`): one indexed read, no transaction.
   const current = await run<{ state: string }>(ctx.db, `SELECT state FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND message_id = $2`, [jobId, data.messageId]);
-  if (current.length && current[0].state !== "waiting") return;
+  // `cancelled`: the job stopped a send whose provider call had gone unanswered, and the provider had accepted it
+  // after all: its status callbacks say so now, and the recipient is counted as what happened (ADR 0018).
+  if (current.length && current[0].state !== "waiting" && current[0].state !== "cancelled") return;
   const result = await ctx.db.transaction(async (m) => {
     const outcome = await jobsRepository.finalizeMessage(m, jobId, data.messageId!, state, data.error?.code ?? null);
     if (outcome === "updated") await jobsRepository.completeIfDone(m, jobId);

@@ -362,7 +362,8 @@ async function record(ctx: TemplateJobsContext, jobId: string, rows: RecipientRo
     await jobsRepository.completeIfDone(m, jobId);
   });
   for (const o of outcomes) {
-    if (o.messageId) (o.state === "waiting" ? ctx.waitingMessages : ctx.finalMessages).add(o.messageId);
+    // A `cancelled` one is not final for the events: the provider may yet say it had accepted it.
+    if (o.messageId && o.state !== "cancelled") (o.state === "waiting" ? ctx.waitingMessages : ctx.finalMessages).add(o.messageId);
   }
   if (ctx.onRecipients) for (const o of outcomes) ctx.onRecipients(o.state, 1);
 }

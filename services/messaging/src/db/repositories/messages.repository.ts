@@ -564,7 +564,8 @@ export const messagesRepository = {
    * A provider batch's statuses for one channel, applied in ONE statement with
    * the forward-only rules in SQL. Each status names its message by our id
    * (callback data) or, when that names none, by the provider's id. Per
-   * message, in batch order: nothing moves a final message (`read`, `failed`, `cancelled`);
+   * message, in batch order: nothing moves a final message (`read`, `failed`; a `cancelled` one moves as a pending
+   * one does: the provider had accepted a call that went unanswered);
    * the first `read` or `failed` of the batch ends it; otherwise it moves to
    * the highest of `sent` < `delivered` it was given, if above where it is.
    * Rows are locked in id order (concurrent batches never deadlock) and read
@@ -611,17 +612,17 @@ export const messagesRepository = {
        ), decided AS (
          SELECT p.id, p.old_status, p.pmid, f.error_code, f.error_title,
            CASE
-             WHEN p.old_status IN ('read', 'failed', 'cancelled') THEN p.old_status
+             WHEN p.old_status IN ('read', 'failed') THEN p.old_status
              WHEN p.stop_ord IS NOT NULL THEN f.status
-             WHEN p.max_rank > CASE p.old_status WHEN 'pending' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 ELSE 3 END
+             WHEN p.max_rank > CASE p.old_status WHEN 'pending' THEN 0 WHEN 'cancelled' THEN 0 WHEN 'sent' THEN 1 WHEN 'delivered' THEN 2 ELSE 3 END
                THEN (ARRAY['sent', 'delivered'])[p.max_rank]
              ELSE p.old_status
            END AS new_status
          FROM per_msg p LEFT JOIN matched f ON f.id = p.id AND f.ord = p.stop_ord
        )
        UPDATE ${SCHEMA}.messages m SET status = d.new_status, provider_message_id = coalesce(m.provider_message_id, d.pmid),
-         error_code = CASE WHEN d.new_status = 'failed' THEN d.error_code ELSE m.error_code END,
-         error_title = CASE WHEN d.new_status = 'failed' THEN d.error_title ELSE m.error_title END,
+         error_code = CASE WHEN d.new_status = 'failed' THEN d.error_code WHEN d.old_status = 'cancelled' THEN NULL ELSE m.error_code END,
+         error_title = CASE WHEN d.new_status = 'failed' THEN d.error_title WHEN d.old_status = 'cancelled' THEN NULL ELSE m.error_title END,
          lease_until = NULL, next_attempt_at = NULL, updated_at = clock_timestamp()
        FROM decided d WHERE m.id = d.id AND d.new_status <> d.old_status
        RETURNING m.*, d.old_status`,

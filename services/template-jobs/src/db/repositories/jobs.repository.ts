@@ -439,12 +439,15 @@ export const jobsRepository = {
     await this.count(q, jobId, rows.map((r) => r.state));
   },
 
-  /** The final outcome of a send messaging was retrying (`message.sent` / `message.failed`). */
+  /**
+   * The final outcome of a send messaging was retrying (`message.sent` / `message.failed`), or of one the job's cancel
+   * had stopped whose unanswered call the provider had accepted after all (`cancelled`, counted now).
+   */
   async finalizeMessage(q: Queryable, jobId: string, messageId: string, state: "sent" | "failed" | "skipped", errorCode: string | null): Promise<"updated" | "known" | "unknown"> {
     const rows = await run<{ state: string }>(
       q,
       `UPDATE ${SCHEMA}.job_recipients SET state = $3, error_code = $4, updated_at = now()
-       WHERE job_id = $1 AND message_id = $2 AND state = 'waiting' RETURNING state`,
+       WHERE job_id = $1 AND message_id = $2 AND state IN ('waiting', 'cancelled') RETURNING state`,
       [jobId, messageId, state, errorCode],
     );
     if (rows.length) {
