@@ -82,7 +82,8 @@ describe("crash between storing and calling the provider", () => {
       child = undefined;
       expect(providerRequestsFor(infra, stored), "not sent before the crash").to.have.length(0);
 
-      const restarted = await startService(definition, serviceEnv(infra.env, infra.sim.url), { exitOnConfigError: false });
+      // A lease the crash left is waited out as an unanswered call (PROVIDER_UNANSWERED_RETRY_MS past it), shortened here.
+      const restarted = await startService(definition, serviceEnv(infra.env, infra.sim.url, { PROVIDER_UNANSWERED_RETRY_MS: "3000" }), { exitOnConfigError: false });
       try {
         await eventually(() => eventsOf(infra, "message.sent", (d) => d.messageId === stored).length === 1, 20_000);
         await new Promise((r) => setTimeout(r, 2_500));
@@ -95,6 +96,54 @@ describe("crash between storing and calling the provider", () => {
         await restarted.stop();
       }
     } finally {
+      await db.end();
+    }
+  });
+
+  it("a send whose provider call a crash cut off waits as an unanswered one: the provider's late acceptance settles it, no second send", async function () {
+    this.timeout(90_000);
+    const url = await startChild();
+    const org = newOrg();
+    const headers = { "x-internal-token": infra.env.internalToken, "x-organization-id": org };
+    const ch = await request(url)
+      .post(`/admin/v1/organizations/${org}/channels`)
+      .set(headers)
+      .send({ name: "main", phoneNumber: "+14155550100", providerPhoneNumberId: uniquePhoneNumberId() });
+    expect(ch.status).to.equal(201);
+    const phone = uniquePhone();
+    const wamid = await infra.sim.injectInbound({ phoneNumberId: ch.body.providerPhoneNumberId, from: phone, text: "hi" });
+    await eventually(() => eventsOf(infra, "message.received", (d) => d.providerMessageId === wamid).length > 0);
+    // The provider holds its answer 12 s: longer than the send's lease (5.5 s here) and its stalled-send grace, which
+    // is when a dead sender's message was sent again before.
+    infra.sim.setMode({ kind: "slow", delayMs: 12_000, times: 1 });
+    const db = new Client({ connectionString: infra.env.databaseUrl });
+    await db.connect();
+    try {
+      void request(url).post("/api/v1/messages").set(headers).send({ to: phone, text: "cut off" }).then(
+        () => undefined,
+        () => undefined,
+      );
+      const stored = await eventually(async () => {
+        const r = await db.query(`SELECT id FROM messaging.messages WHERE organization_id = $1 AND text = 'cut off'`, [org]);
+        const id = r.rows[0]?.id as string | undefined;
+        return id && providerRequestsFor(infra, id).length === 1 ? id : undefined;
+      }, 10_000, 10);
+      child!.kill("SIGKILL");
+      await new Promise((r) => child!.once("exit", r));
+      child = undefined;
+
+      const restarted = await startService(definition, serviceEnv(infra.env, infra.sim.url), { exitOnConfigError: false });
+      try {
+        // The provider accepts the call it held, and its status callback (our id as callback data) settles the message.
+        await eventually(() => eventsOf(infra, "message.sent", (d) => d.messageId === stored).length === 1, 40_000);
+        expect(providerRequestsFor(infra, stored), "provider calls").to.have.length(1);
+        const row = await db.query(`SELECT status FROM messaging.messages WHERE id = $1`, [stored]);
+        expect(row.rows[0].status).to.be.oneOf(["sent", "delivered", "read"]);
+      } finally {
+        await restarted.stop();
+      }
+    } finally {
+      infra.sim.setMode({ kind: "ok" });
       await db.end();
     }
   });

@@ -344,6 +344,13 @@ export async function processSendWork(ctx: MessagingContext, messageId: string):
       // The request path (or another worker) is on it; look again soon.
       return { kind: "wait", delayMs: Math.min(2_000, row.lease_until.getTime() - now + 50) } as const;
     }
+    if (row.lease_until) {
+      // The lease ran out with no outcome recorded (an attempt ends by clearing it): its sender died, perhaps during
+      // the provider call, which may have been accepted. Wait as for an unanswered call, so that the provider's status
+      // callback settles it first and the customer is not sent it twice.
+      const due = row.lease_until.getTime() + ctx.env.PROVIDER_UNANSWERED_RETRY_MS;
+      if (due > now) return { kind: "wait", delayMs: Math.min(60_000, due - now + 10) } as const;
+    }
     if (row.next_attempt_at && row.next_attempt_at.getTime() > now) {
       return { kind: "wait", delayMs: Math.min(60_000, row.next_attempt_at.getTime() - now + 10) } as const;
     }
