@@ -266,6 +266,24 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(Date.parse(cancelled.body.completedAt)).to.be.at.least(lastSend);
   });
 
+  it("a cancel repeated while the first one waits for the run answers the same counts, once the run has stopped", async () => {
+    // 20/s: batches of 4, three in flight, each paced over about 200 ms; the first cancel waits for them.
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(80);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    const first = api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`).then((r) => r);
+    // The second comes once the first has written `cancelled` (a client's retry after a timeout, say).
+    await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.jobs WHERE id = $1 AND status = 'cancelled'`, [job.id])).length === 1, 5_000, 5);
+    const second = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
+    const answered = await first;
+    const later = await getJob(h, org, job.id);
+    expect(second.body.status).to.equal("cancelled");
+    expect({ sent: second.body.sent, failed: second.body.failed }, "the repeated cancel").to.deep.equal({ sent: later.sent, failed: later.failed });
+    expect({ sent: answered.body.sent, failed: answered.body.failed }, "the first cancel").to.deep.equal({ sent: later.sent, failed: later.failed });
+    expect(later.sent).to.equal(list.reduce((n, p) => n + sendsTo(h, p), 0));
+  });
+
   it("cancel also ends the sends messaging was retrying (130429): `cancelled`, no message.failed, not counted failed, none sent after it", async () => {
     const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
     const facts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messageCancelled.subject}`);

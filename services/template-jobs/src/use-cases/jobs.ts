@@ -171,16 +171,20 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
   const cancelled = await jobsRepository.cancel(ctx.db, organizationId, jobId);
   if (!cancelled) throw new ApiError("NOT_FOUND", "Template send job not found");
   const { row, cancelledNow } = cancelled;
-  if (!cancelledNow) return toJob(row);
-  announceStopped(ctx, [jobId]);
-  ctx.cancelledJobs.add(jobId);
+  if (!cancelledNow && row.status !== "cancelled") return toJob(row);
+  if (cancelledNow) {
+    announceStopped(ctx, [jobId]);
+    ctx.cancelledJobs.add(jobId);
+  }
   // The run stopped: here, when it has ended (its batches recorded, its lease released); on another replica, when the
-  // lease is released or expired.
+  // lease is released or expired. A cancel repeated while the first one waits (a client's retry) waits as well, so
+  // that it never answers counts the run is still recording.
   const running = async () => ctx.runs.inFlight(jobId) || (await jobsRepository.held(ctx.db, jobId));
   for (const deadline = Date.now() + CANCEL_WAIT_MS; row.lease_owner && Date.now() < deadline && (await running()); ) {
     // A run in this process wakes us when it ends; one elsewhere is seen by polling.
     await (ctx.runs.inFlight(jobId) ? ctx.runs.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
   }
+  if (!cancelledNow) return toJob((await jobsRepository.byId(ctx.db, organizationId, jobId)) ?? row);
   await stopWaitingSends(ctx, organizationId, jobId);
   // Completed when it stopped sending, not when the cancel came.
   await jobsRepository.stampCompleted(ctx.db, jobId);
