@@ -13,6 +13,7 @@ import { JobOrigin1764300000000 } from "./db/migrations/1764300000000-JobOrigin"
 import { IdempotencyBodyAsSent1764700000000 } from "./db/migrations/1764700000000-IdempotencyBodyAsSent";
 import { CancelledRecipients1764800000000 } from "./db/migrations/1764800000000-CancelledRecipients";
 import { OrganizationPlans1764800001000 } from "./db/migrations/1764800001000-OrganizationPlans";
+import { StopRequests1764900000000 } from "./db/migrations/1764900000000-StopRequests";
 import { SettleCancelled1764500000000 } from "./db/migrations/1764500000000-SettleCancelled";
 import { envShape } from "./env";
 import { BODY_LIMIT, buildRoutes } from "./routes";
@@ -68,6 +69,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     IdempotencyBodyAsSent1764700000000,
     CancelledRecipients1764800000000,
     OrganizationPlans1764800001000,
+    StopRequests1764900000000,
   ],
   bodyLimit: BODY_LIMIT,
   routes: (deps) => buildRoutes(contextOf(deps)),

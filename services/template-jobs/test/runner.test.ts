@@ -215,6 +215,56 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     expect(eventsOf(h, "message.failed", (d) => d.templateJobId === job.id)).to.deep.equal([]);
   });
 
+  it("a job failed by its template's disabling reads `failed` only once its batches in flight are counted: its counts never move after", async () => {
+    // 20/s: batches of 4, three in flight, each paced over about 200 ms; the disabling comes while some are.
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const list = phones(80);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event: "DISABLED" });
+    // The first read that says `failed`, against the job once messaging holds nothing of it any more.
+    const first = await eventually(async () => {
+      const now = await getJob(h, org, job.id);
+      return now.status === "failed" ? now : undefined;
+    }, 20_000, 5);
+    await eventually(async () => (await db().query(`SELECT 1 FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending'`, [job.id])).length === 0, 20_000);
+    const later = await getJob(h, org, job.id);
+    const accepted = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    expect(accepted).to.be.below(80);
+    expect({ sent: first.sent, failed: first.failed, completedAt: first.completedAt }, "when first read failed").to.deep.equal({
+      sent: accepted,
+      failed: 0,
+      completedAt: later.completedAt,
+    });
+    expect(later).to.include({ status: "failed", sent: accepted, failed: 0 });
+    // Completed when it stopped sending: after its last send reached the provider.
+    const lastSend = Math.max(...list.flatMap((p) => templateRequestsTo(h, p).map((r) => (r as { receivedAt: number }).receivedAt)));
+    expect(Date.parse(first.completedAt!)).to.be.at.least(lastSend);
+  });
+
+  it("a stop whose holder died takes effect once its lease is over: the job ends as asked, and is never run again", async () => {
+    const { org, channel, template } = await setup(h);
+    const list = phones(3);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
+    await waitForJob(h, org, job.id, "completed");
+    // As a job a run held when its cancel came, and the run died before letting go: running, stop asked, lease live.
+    await db().query(`UPDATE template_jobs.job_recipients SET state = 'pending', message_id = NULL WHERE job_id = $1`, [job.id]);
+    await db().query(
+      `UPDATE template_jobs.jobs SET status = 'running', completed_at = NULL, sent = 0, stop_as = 'cancelled', lease_owner = 'dead-run',
+         lease_until = clock_timestamp() + interval '1 second' WHERE id = $1`,
+      [job.id],
+    );
+    expect((await getJob(h, org, job.id)).status, "while the lease lives").to.equal("running");
+    const ended = await waitForJob(h, org, job.id, "cancelled");
+    expect(ended.completedAt).to.be.a("string");
+    const [row] = await db().query(`SELECT stop_as, lease_owner FROM template_jobs.jobs WHERE id = $1`, [job.id]);
+    expect(row).to.deep.equal({ stop_as: null, lease_owner: null });
+    // Its pending recipients are never claimed: each phone reached the provider once, by the first run.
+    const [pending] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'pending'`, [job.id]);
+    expect(pending.n).to.equal(3);
+    for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
+  });
+
   it("stops sending on cancel: a throttled job's claimed recipients go back unsent, and the run has let go when the cancel answers", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(30);
@@ -273,8 +323,8 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
     await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
     const first = api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`).then((r) => r);
-    // The second comes once the first has written `cancelled` (a client's retry after a timeout, say).
-    await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.jobs WHERE id = $1 AND status = 'cancelled'`, [job.id])).length === 1, 5_000, 5);
+    // The second comes once the first has asked the stop (a client's retry after a timeout, say).
+    await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.jobs WHERE id = $1 AND stop_as = 'cancelled'`, [job.id])).length === 1, 5_000, 5);
     const second = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
     const answered = await first;
     const later = await getJob(h, org, job.id);

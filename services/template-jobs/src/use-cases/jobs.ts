@@ -5,7 +5,7 @@ import { ApiError, CursorCodec, type ErrorDetail } from "@platform/http";
 import { sleep } from "@platform/runtime";
 import { newId } from "@platform/id";
 import type { TemplateJobsContext } from "../context";
-import { jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
+import { FINAL_JOB_STATES, jobsRepository, type JobRow } from "../db/repositories/jobs.repository";
 import { organizationsRepository } from "../db/repositories/organizations.repository";
 import { finalStateOf } from "./final-state";
 import type { Queryable } from "../db/repositories/queryable";
@@ -154,40 +154,52 @@ export async function listJobs(ctx: TemplateJobsContext, organizationId: string,
 }
 
 /**
- * A run that holds a cancelled job records the batches it has in flight (messaging paces them, at most about a second
- * of the channel's rate, or MAX_PACING_WAIT_MS and a provider call) before it lets go; the cancel waits for that up to
- * this long, so that its answer is where the job stopped. A run that died holds its lease until JOB_LEASE_MS: the
- * cancel answers after this wait, and the settling sweep records what that run had sent (ADR 0018).
+ * A run that holds a job asked to stop records the batches it has in flight (messaging paces them, at most about a
+ * second of the channel's rate, or MAX_PACING_WAIT_MS and a provider call) before it lets go and the stop takes effect;
+ * the cancel waits for that up to this long, so that its answer is where the job stopped. A run that died holds its
+ * lease until JOB_LEASE_MS: the cancel then makes the stop take effect itself, and the settling sweep records what that
+ * run had sent (ADR 0018, ADR 0023).
  */
 export const CANCEL_WAIT_MS = 10_000;
 const CANCEL_POLL_MS = 25;
 
+const isFinal = (status: JobRow["status"]) => (FINAL_JOB_STATES as readonly string[]).includes(status);
+
 /**
- * Cancels a job. The answer comes once the run holding it (on any replica) has stopped: no send of the job reaches
- * the provider after it, and its counts are final, but for sends messaging still retries (`waiting`). An already final
- * job is answered unchanged.
+ * Cancels a job. The answer comes once the job is `cancelled` (or ended otherwise meanwhile): a run holding it (on
+ * any replica) has stopped, so no send of the job reaches the provider after it, and its counts are final, but for
+ * sends messaging still retries (`waiting`). Until then the job keeps its status (ADR 0023). An already final job is
+ * answered unchanged; a cancel repeated while the first waits (a client's retry) waits as well.
  */
 export async function cancelJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {
-  const cancelled = await jobsRepository.cancel(ctx.db, organizationId, jobId);
-  if (!cancelled) throw new ApiError("NOT_FOUND", "Template send job not found");
-  const { row, cancelledNow } = cancelled;
-  if (!cancelledNow && row.status !== "cancelled") return toJob(row);
-  if (cancelledNow) {
+  const owner = `cancel:${newId("request")}`;
+  const asked = await jobsRepository.requestStop(ctx.db, organizationId, jobId, "cancelled", owner, ctx.env.JOB_LEASE_MS);
+  if (!asked) throw new ApiError("NOT_FOUND", "Template send job not found");
+  const { row, requested } = asked;
+  if (isFinal(row.status)) return toJob(row);
+  if (requested) {
     announceStopped(ctx, [jobId]);
     ctx.cancelledJobs.add(jobId);
   }
-  // The run stopped: here, when it has ended (its batches recorded, its lease released); on another replica, when the
-  // lease is released or expired. A cancel repeated while the first one waits (a client's retry) waits as well, so
-  // that it never answers counts the run is still recording.
-  const running = async () => ctx.runs.inFlight(jobId) || (await jobsRepository.held(ctx.db, jobId));
-  for (const deadline = Date.now() + CANCEL_WAIT_MS; row.lease_owner && Date.now() < deadline && (await running()); ) {
-    // A run in this process wakes us when it ends; one elsewhere is seen by polling.
-    await (ctx.runs.inFlight(jobId) ? ctx.runs.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
+  if (requested && row.lease_owner === owner) {
+    // Nobody ran it: this cancel stops it, as a run would have.
+    try {
+      await stopWaitingSends(ctx, organizationId, jobId);
+    } finally {
+      await jobsRepository.release(ctx.db, jobId, owner, null);
+    }
+  } else {
+    // The holder applies the stop when it lets go: here, when its run ends (it wakes us); elsewhere, seen by polling.
+    for (const deadline = Date.now() + CANCEL_WAIT_MS; ; ) {
+      const now = await jobsRepository.byId(ctx.db, organizationId, jobId);
+      if (!now || now.stop_as === null) break;
+      if (Date.now() >= deadline) {
+        await jobsRepository.forceStop(ctx.db, jobId);
+        break;
+      }
+      await (ctx.runs.inFlight(jobId) ? ctx.runs.settled(jobId, CANCEL_POLL_MS * 4) : sleep(CANCEL_POLL_MS));
+    }
   }
-  if (!cancelledNow) return toJob((await jobsRepository.byId(ctx.db, organizationId, jobId)) ?? row);
-  await stopWaitingSends(ctx, organizationId, jobId);
-  // Completed when it stopped sending, not when the cancel came.
-  await jobsRepository.stampCompleted(ctx.db, jobId);
   return toJob((await jobsRepository.byId(ctx.db, organizationId, jobId)) ?? row);
 }
 
@@ -198,7 +210,7 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
  * Messaging not answering: those stay `waiting`, uncounted, as `cancelled` ones are; the events of any that do end
  * otherwise (an attempt running then) still settle them.
  */
-async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<void> {
+export async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<void> {
   const waiting = await jobsRepository.waitingMessageIds(ctx.db, jobId);
   if (waiting.length === 0) return;
   try {
@@ -226,6 +238,8 @@ const STOP_TIMEOUT_MS = 30_000;
 export async function jobState(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<JobStateResponse> {
   const row = await jobsRepository.byId(ctx.db, organizationId, jobId);
   if (!row) return { status: null, minIntervalMs: null };
+  // A job asked to stop is, for its sends, what it is about to be.
+  if (row.stop_as !== null) return { status: row.stop_as, minIntervalMs: null };
   const held = (row.status === "running" || row.status === "queued") && (await organizationsRepository.isInactive(ctx.db, organizationId));
   return { status: held ? "paused" : row.status, minIntervalMs: row.throttle_per_hour === null ? null : 3_600_000 / row.throttle_per_hour };
 }

@@ -3,7 +3,7 @@ import { RpcCallError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository, type FinalState, type JobRow, type RecipientRow } from "../db/repositories/jobs.repository";
 import { finalStateOf } from "./final-state";
-import { announceStopped } from "./jobs";
+import { announceStopped, stopWaitingSends } from "./jobs";
 import { templateById, type TemplateRow } from "../db/repositories/templates.repository";
 
 /** Numbers per opt-out check request: the request stays well under NATS' 1 MB payload (about 55,000 numbers). */
@@ -79,7 +79,12 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
         }
       }),
     );
-    if (run.parked && !run.stopped) {
+    const stopAs = (await jobsRepository.byId(ctx.db, claimed.organization_id, jobId))?.stop_as ?? null;
+    if (stopAs !== null) {
+      // Asked to stop while this run held it (ADR 0023): a cancel ends the sends messaging retries too; the stop takes
+      // effect as the run lets go (release, below), with every batch of this run recorded.
+      if (stopAs === "cancelled") await stopWaitingSends(ctx, claimed.organization_id, jobId);
+    } else if (run.parked && !run.stopped) {
       // The next throttle slot is not due soon: the job lets go of its place until shortly before it.
       await jobsRepository.releaseUntilNextSlot(ctx.db, jobId, opts.owner, THROTTLE_LEAD_MS);
     } else if (!run.stopped && !(await jobsRepository.completeIfDone(ctx.db, jobId))) {
@@ -141,8 +146,10 @@ async function round(run: Run, jobId: string, given: RecipientRow[] | null): Pro
   }
   const status = (await templateById(ctx.db, job.template_id))?.status ?? "disabled";
   if (status !== "approved") {
-    if (status === "rejected" || status === "disabled") await jobsRepository.setStatus(ctx.db, jobId, ["running"], "failed", `template ${status}`);
-    else await jobsRepository.setStatus(ctx.db, jobId, ["running"], "paused");
+    // `failed` takes effect when this run lets go, its batches in flight recorded (ADR 0023); a pause at once.
+    if (status === "rejected" || status === "disabled") {
+      await jobsRepository.requestStop(ctx.db, job.organization_id, jobId, "failed", opts.owner, opts.leaseMs, `template ${status}`);
+    } else await jobsRepository.setStatus(ctx.db, jobId, ["running"], "paused");
     announceStopped(ctx, [jobId]);
     run.stopped = true;
     return false;

@@ -50,7 +50,7 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
     if (victim) victim.yield = true;
   };
 
-  /** A cancelled job whose dead run left recipients `sending`: their outcomes from messaging, once its lease is over. */
+  /** A stopped job whose run left recipients `sending`: their outcomes from messaging, once its lease is over. */
   const settleDue = async () => {
     const job = await jobsRepository.claimSettling(ctx.db, owner, ctx.env.JOB_LEASE_MS);
     if (!job) return;
@@ -97,6 +97,10 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
         await sliceJobs().catch((err) => ctx.log.warn({ err: (err as Error).message }, "time slice check failed"));
       }
       if (!claimed) {
+        await jobsRepository
+          .applyAbandonedStops(ctx.db)
+          .then((ids) => ids.length > 0 && ctx.log.warn({ jobIds: ids }, "jobs asked to stop whose holder died ended as asked"))
+          .catch((err) => ctx.log.warn({ err: (err as Error).message }, "ending abandoned stops failed"));
         await settleDue().catch((err) => ctx.log.warn({ err: (err as Error).message }, "settling a cancelled job failed"));
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, ctx.env.JOB_POLL_MS);

@@ -23,6 +23,8 @@ export class JobEntity {
   @Column({ name: "run_after", type: "timestamptz", nullable: true }) runAfter!: Date | null;
   /** A cancelled job's recipients left `sending` by a dead run are settled from messaging's outcomes after this (ADR 0018). */
   @Column({ name: "settle_after", type: "timestamptz", nullable: true }) settleAfter!: Date | null;
+  /** How a job a run holds is to end (`cancelled`, `failed`): it takes that status once the run lets go (ADR 0023). */
+  @Column({ name: "stop_as", type: "text", nullable: true }) stopAs!: string | null;
   @Column({ name: "started_at", type: "timestamptz", nullable: true }) startedAt!: Date | null;
   @Column({ name: "completed_at", type: "timestamptz", nullable: true }) completedAt!: Date | null;
   @Column({ name: "failure_reason", type: "text", nullable: true }) failureReason!: string | null;

@@ -27,6 +27,8 @@ export interface JobRow {
   started_at: Date | null;
   completed_at: Date | null;
   failure_reason: string | null;
+  /** How a job a run holds is to end: it takes that status when the run lets go, its batches in flight recorded (ADR 0023). */
+  stop_as: "cancelled" | "failed" | null;
   created_at: Date;
   /** The request that created the job (its run continues its request id and trace). */
   request_id: string | null;
@@ -61,12 +63,27 @@ const INSERT_CHUNK = 10_000;
 
 export const FINAL_JOB_STATES = ["completed", "cancelled", "failed"] as const;
 
-/** SQL condition on jobs alias `t`: the job is due (queued or running, past its schedule and `run_after`) and nobody holds it. */
-const unownedDue = (t: string) => `${t}.status IN ('queued', 'running')
+/** SQL condition on jobs alias `t`: the job is due (queued or running, past its schedule and `run_after`, not stopping) and nobody holds it. */
+const unownedDue = (t: string) => `${t}.status IN ('queued', 'running') AND ${t}.stop_as IS NULL
   AND (${t}.scheduled_for IS NULL OR ${t}.scheduled_for <= clock_timestamp())
   AND (${t}.run_after IS NULL OR ${t}.run_after <= clock_timestamp())
   AND (${t}.lease_until IS NULL OR ${t}.lease_until < clock_timestamp())
   AND ${organizationActive(`${t}.organization_id`)}`;
+
+/** SQL condition on the jobs row: a run (or a cancel) holds it, with a live lease. */
+const HELD = `lease_owner IS NOT NULL AND lease_until >= clock_timestamp()`;
+
+/**
+ * SET list of a statement that lets go of a job: a stop asked while it was held (`stop_as`) becomes its status now,
+ * completed now; recipients left `sending` (a batch whose answer never came) are settled by the sweep (ADR 0018).
+ */
+const APPLY_STOP = `status = COALESCE(stop_as, status),
+  completed_at = CASE WHEN stop_as IS NOT NULL THEN now() ELSE completed_at END,
+  updated_at = CASE WHEN stop_as IS NOT NULL THEN now() ELSE updated_at END,
+  settle_after = CASE WHEN stop_as IS NOT NULL AND EXISTS (
+      SELECT 1 FROM ${SCHEMA}.job_recipients r WHERE r.job_id = jobs.id AND r.state = 'sending')
+    THEN clock_timestamp() ELSE settle_after END,
+  stop_as = NULL`;
 
 export const jobsRepository = {
   async insert(
@@ -122,32 +139,52 @@ export const jobsRepository = {
   },
 
   /**
-   * Cancels an unfinished job; returns the job as it now is (unchanged when already final). The lease stays: the run
-   * holding it sees the status at its next round and lets go once its batches in flight are recorded (`release`).
-   * `settle_after`: when the sweep may settle recipients a dead run left `sending` (ADR 0018).
+   * Asks an unfinished job to end as `as` (ADR 0023). Held by a run: the job keeps its status, and the run applies the
+   * stop when it lets go, once its batches in flight are recorded. Held by nobody: `owner` takes it (a lease of
+   * `leaseMs`), to apply the stop itself (`release`). Answers the job as it now is, whether this call asked the stop
+   * (false: already final, or already stopping), and null when there is no such job.
    */
-  async cancel(q: Queryable, organizationId: string, id: string): Promise<{ row: JobRow; cancelledNow: boolean } | null> {
+  async requestStop(
+    q: Queryable,
+    organizationId: string,
+    id: string,
+    as: "cancelled" | "failed",
+    owner: string,
+    leaseMs: number,
+    reason: string | null = null,
+  ): Promise<{ row: JobRow; requested: boolean } | null> {
     const rows = await run<JobRow>(
       q,
-      `UPDATE ${SCHEMA}.jobs SET status = 'cancelled', completed_at = now(), updated_at = now(),
-         settle_after = greatest(clock_timestamp(), lease_until)
-       WHERE organization_id = $1 AND id = $2 AND status IN ('queued', 'running', 'paused') RETURNING *`,
-      [organizationId, id],
+      `UPDATE ${SCHEMA}.jobs SET stop_as = $3, failure_reason = COALESCE($6, failure_reason), updated_at = now(),
+         lease_owner = CASE WHEN ${HELD} THEN lease_owner ELSE $4 END,
+         lease_until = CASE WHEN ${HELD} THEN lease_until ELSE clock_timestamp() + $5 * interval '1 millisecond' END
+       WHERE organization_id = $1 AND id = $2 AND status IN ('queued', 'running', 'paused') AND stop_as IS NULL RETURNING *`,
+      [organizationId, id, as, owner, leaseMs, reason],
     );
-    if (rows[0]) return { row: rows[0], cancelledNow: true };
+    if (rows[0]) return { row: rows[0], requested: true };
     const row = await this.byId(q, organizationId, id);
-    return row && { row, cancelledNow: false };
+    return row && { row, requested: false };
   },
 
-  /** A cancelled job's `completed_at` is now: when its run stopped sending. */
-  async stampCompleted(q: Queryable, id: string): Promise<void> {
-    await run(q, `UPDATE ${SCHEMA}.jobs SET completed_at = now(), updated_at = now() WHERE id = $1 AND status = 'cancelled'`, [id]);
+  /** The stop of a job whose holder did not let go in time takes effect now; the sweep settles that run's batches once its lease is over. */
+  async forceStop(q: Queryable, id: string): Promise<void> {
+    await run(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET status = stop_as, stop_as = NULL, completed_at = now(), updated_at = now(),
+         settle_after = greatest(clock_timestamp(), lease_until)
+       WHERE id = $1 AND stop_as IS NOT NULL`,
+      [id],
+    );
   },
 
-  /** Whether a run still holds the job (a live lease): its batches in flight are not recorded yet. */
-  async held(q: Queryable, id: string): Promise<boolean> {
-    const rows = await run(q, `SELECT 1 FROM ${SCHEMA}.jobs WHERE id = $1 AND lease_owner IS NOT NULL AND lease_until >= clock_timestamp()`, [id]);
-    return rows.length > 0;
+  /** Stops whose holder died (its lease ran out before it let go) take effect; answers the jobs. */
+  async applyAbandonedStops(q: Queryable): Promise<string[]> {
+    const rows = await run<{ id: string }>(
+      q,
+      `UPDATE ${SCHEMA}.jobs SET ${APPLY_STOP}, lease_owner = NULL, lease_until = NULL
+       WHERE stop_as IS NOT NULL AND (lease_until IS NULL OR lease_until < clock_timestamp()) RETURNING id`,
+    );
+    return rows.map((r) => r.id);
   },
 
   /**
@@ -180,10 +217,17 @@ export const jobsRepository = {
     } else if (status === "approved") {
       await run(q, `UPDATE ${SCHEMA}.jobs SET status = 'running', run_after = NULL, updated_at = now() WHERE template_id = $1 AND status = 'paused'`, [templateId]);
     } else if (status === "rejected" || status === "disabled") {
+      // A job a run holds ends when the run lets go (ADR 0023); the others end now.
       rows = await run(
         q,
-        `UPDATE ${SCHEMA}.jobs SET status = 'failed', failure_reason = $2, completed_at = now(), updated_at = now()
-         WHERE template_id = $1 AND status IN ('queued', 'running', 'paused') RETURNING id`,
+        `UPDATE ${SCHEMA}.jobs SET failure_reason = $2, updated_at = now(),
+           stop_as = CASE WHEN ${HELD} THEN 'failed' END,
+           status = CASE WHEN ${HELD} THEN status ELSE 'failed' END,
+           completed_at = CASE WHEN ${HELD} THEN completed_at ELSE now() END,
+           settle_after = CASE WHEN NOT (${HELD}) AND EXISTS (
+               SELECT 1 FROM ${SCHEMA}.job_recipients r WHERE r.job_id = jobs.id AND r.state = 'sending')
+             THEN clock_timestamp() ELSE settle_after END
+         WHERE template_id = $1 AND status IN ('queued', 'running', 'paused') AND stop_as IS NULL RETURNING id`,
         [templateId, `template ${status}`],
       );
     }
@@ -246,7 +290,7 @@ export const jobsRepository = {
     const rows = await run<JobRow>(
       q,
       `UPDATE ${SCHEMA}.jobs j SET lease_until = clock_timestamp() + $3 * interval '1 millisecond'
-       WHERE j.id = $1 AND j.lease_owner = $2 AND j.status = 'running' AND ${organizationActive("j.organization_id")} RETURNING j.*`,
+       WHERE j.id = $1 AND j.lease_owner = $2 AND j.status = 'running' AND j.stop_as IS NULL AND ${organizationActive("j.organization_id")} RETURNING j.*`,
       [id, owner, leaseMs],
     );
     return rows[0] ?? null;
@@ -258,10 +302,11 @@ export const jobsRepository = {
     return rows.map((r) => r.id);
   },
 
+  /** Lets go of the job (a stop asked meanwhile takes effect: APPLY_STOP). */
   async release(q: Queryable, id: string, owner: string, runAfterMs: number | null): Promise<void> {
     await run(
       q,
-      `UPDATE ${SCHEMA}.jobs SET lease_owner = NULL, lease_until = NULL,
+      `UPDATE ${SCHEMA}.jobs SET lease_owner = NULL, lease_until = NULL, ${APPLY_STOP},
          run_after = CASE WHEN $3::int IS NULL THEN run_after ELSE clock_timestamp() + $3::int * interval '1 millisecond' END
        WHERE id = $1 AND lease_owner = $2`,
       [id, owner, runAfterMs],
@@ -275,7 +320,7 @@ export const jobsRepository = {
   async releaseUntilNextSlot(q: Queryable, id: string, owner: string, leadMs: number): Promise<void> {
     await run(
       q,
-      `UPDATE ${SCHEMA}.jobs SET lease_owner = NULL, lease_until = NULL, run_after = next_slot_at - $3::int * interval '1 millisecond'
+      `UPDATE ${SCHEMA}.jobs SET lease_owner = NULL, lease_until = NULL, run_after = next_slot_at - $3::int * interval '1 millisecond', ${APPLY_STOP}
        WHERE id = $1 AND lease_owner = $2`,
       [id, owner, leadMs],
     );
@@ -489,12 +534,12 @@ export const jobsRepository = {
     return { unsent: Number(rows[0]?.unsent ?? 0), waiting: Number(rows[0]?.waiting ?? 0) };
   },
 
-  /** `running` → `completed` once no recipient is open. */
+  /** `running` → `completed` once no recipient is open (a job asked to stop ends as asked, when its run lets go). */
   async completeIfDone(q: Queryable, jobId: string): Promise<boolean> {
     const rows = await run(
       q,
       `UPDATE ${SCHEMA}.jobs SET status = 'completed', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_until = NULL
-       WHERE id = $1 AND status = 'running'
+       WHERE id = $1 AND status = 'running' AND stop_as IS NULL
          AND NOT EXISTS (SELECT 1 FROM ${SCHEMA}.job_recipients WHERE job_id = $1 AND state IN ('pending', 'sending', 'waiting'))
        RETURNING id`,
       [jobId],
