@@ -134,6 +134,9 @@ describe("e2e: the typed SDK against the stack", function () {
     expect(again.replayed).to.equal(true);
     expect(again.data).to.deep.equal(sent.data);
     expect(responses.filter((r) => r.path === "/api/v1/messages").map((r) => r.idempotencyKey)).to.deep.equal([sent.idempotencyKey, sent.idempotencyKey]);
+    // The stored message whole, through the gateway.
+    const record = await sdk.messages.get(sent.data.id);
+    expect(record).to.include({ id: sent.data.id, direction: "outbound", type: "text", text: "Hi from the SDK", contactId: sent.data.contactId });
 
     // Typed errors with the contract's codes and the request id.
     const outside = await sdk.messages.send({ to: "+15550009999", text: "Hi" }).catch((e: unknown) => e);

@@ -28,6 +28,32 @@ export const MessageResponse = z
   .meta({ id: "Message" });
 export type MessageResponse = z.infer<typeof MessageResponse>;
 
+/**
+ * A stored message, inbound or outbound, as `GET /api/v1/messages/{messageId}` answers it: the full record a webhook
+ * summarized over 256 KB leaves out (service-spec.md, Delivery format).
+ */
+export const MessageRecord = z
+  .object({
+    id: Id("msg_01jd0000000000000000000000"),
+    direction: z.enum(["inbound", "outbound"]),
+    type: z.string().meta({ description: "`text`, `template`, or the inbound message's type (`button`, `image`, …)" }),
+    status: z.string().meta({ description: "inbound: `received`; outbound: `pending`, `sent`, `delivered`, `read`, `failed`, or `cancelled` (a template job's send stopped before the provider)" }),
+    messagingChannelId: z.string(),
+    conversationId: z.string(),
+    contactId: z.string(),
+    phone: z.string(),
+    text: z.string().nullable(),
+    button: z.object({ text: z.string(), payload: z.string() }).nullable(),
+    providerMessageId: z.string().nullable(),
+    templateJobId: z.string().nullable(),
+    error: z.object({ code: z.string(), title: z.string() }).nullable(),
+    receivedAt: Timestamp.nullable().meta({ description: "inbound: the provider's timestamp of the message; outbound: null" }),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .meta({ id: "MessageRecord" });
+export type MessageRecord = z.infer<typeof MessageRecord>;
+
 /** `Idempotency-Key` header of send endpoints. */
 export const IdempotencyKey = z.string().min(1).max(255);
 

@@ -8,6 +8,7 @@ import { z } from "zod";
 import {
   ContactList,
   ConversationList,
+  MessageRecord,
   MessageResponse,
   OptOutRequest,
   OptOutState,
@@ -112,6 +113,19 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
         "IDEMPOTENCY_KEY_REUSED",
       ]),
     },
+  });
+
+  registry.registerPath({
+    operationId: "getMessage",
+    method: "get",
+    path: "/api/v1/messages/{messageId}",
+    summary: "A stored message, inbound or outbound",
+    description:
+      "The full record of a message: what a webhook whose body was over 256 KB left out (its `data` has `summarized: true` and names the fields in `omitted`).",
+    tags: ["Messages"],
+    security,
+    request: { params: z.object({ messageId: z.string().min(1).max(64).meta({ example: "msg_01jd0000000000000000000000" }) }) },
+    responses: { 200: json(MessageRecord, "The message"), ...errors(["VALIDATION_ERROR", "NOT_FOUND"]) },
   });
 
   registry.registerPath({

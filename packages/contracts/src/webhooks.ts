@@ -33,10 +33,17 @@ export const WEBHOOK_MAX_RETRIES = 3;
 /** Consecutive failed attempts that deactivate a webhook. */
 export const WEBHOOK_DEACTIVATE_AFTER_FAILURES = 10;
 
-/** `data` of a summarized delivery: the event id, the ids the record had, and the flag. */
+/** Fields of `data` a summarized delivery keeps whole: each at most this many bytes of JSON. */
+export const WEBHOOK_SUMMARY_FIELD_BYTES = 1024;
+
+/**
+ * `data` of a summarized delivery: the event id, every field of the event that is small (ids, phone, type, status,
+ * timestamps…), `summarized: true`, and `omitted`, the names of the fields left out (fetch the record by its id:
+ * `GET /api/v1/messages/{messageId}` for a message).
+ */
 export const SummarizedEventData = z
-  .object({ id: z.string(), summarized: z.literal(true) })
-  .catchall(z.string().nullable().or(z.literal(true)));
+  .object({ id: z.string(), summarized: z.literal(true), omitted: z.array(z.string()).min(1) })
+  .catchall(z.unknown());
 
 export const WebhookList = page(Webhook, "WebhookList");
 export const WebhookDeliveryList = page(WebhookDelivery, "WebhookDeliveryList");

@@ -6,6 +6,7 @@ import type {
   ContactList as ContactListSchema,
   Conversation as ConversationSchema,
   ConversationList as ConversationListSchema,
+  MessageRecord as MessageRecordSchema,
   MessageResponse as MessageResponseSchema,
   OptOutRequest as OptOutRequestSchema,
   OptOutState as OptOutStateSchema,
@@ -24,6 +25,8 @@ import { Transport, type Answer, type RequestOptions, type SendOptions, type Tra
 export type PingResult = z.output<typeof PingResponseSchema>;
 export type SendMessageRequest = z.input<typeof SendMessageRequestSchema>;
 export type Message = z.output<typeof MessageResponseSchema>;
+/** A stored message, inbound or outbound, whole (`GET /api/v1/messages/{messageId}`). */
+export type MessageRecord = z.output<typeof MessageRecordSchema>;
 export type Conversation = z.output<typeof ConversationSchema>;
 export type ConversationList = z.output<typeof ConversationListSchema>;
 export type Contact = z.output<typeof ContactSchema>;
@@ -96,6 +99,11 @@ class Messages {
   sendWithAnswer(body: SendMessageRequest, options?: SendOptions): Promise<Answer<Message>> {
     const idempotencyKey = options?.idempotencyKey ?? this.t.newIdempotencyKey();
     return this.t.request<Message>({ method: "POST", path: "/api/v1/messages", body, idempotencyKey, safeToRepeat: true, options });
+  }
+
+  /** `GET /api/v1/messages/{messageId}`: the stored message whole (what a webhook summarized over 256 KB left out). */
+  async get(messageId: string, options?: RequestOptions): Promise<MessageRecord> {
+    return (await this.t.request<MessageRecord>({ method: "GET", path: `/api/v1/messages/${enc(messageId)}`, safeToRepeat: true, options })).data;
   }
 }
 

@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { MESSAGING_SUBJECTS } from "@platform/contracts";
+import { MessageRecord, MESSAGING_SUBJECTS } from "@platform/contracts";
 import { startService } from "@platform/service";
 import { collectSubject, eventually } from "@platform/testing";
 import { newId } from "@platform/id";
@@ -395,5 +395,35 @@ describe("POST /api/v1/messages (happy paths)", () => {
     for (const id of [throttled.body.id, slow.body.id]) {
       await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === id).length === 1, 20_000);
     }
+  });
+  it("GET /api/v1/messages/:id answers the stored message whole, inbound and outbound; another organization's is 404", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    const longText = "é".repeat(3_000);
+    const at = Math.floor(Date.now() / 1000) - 60;
+    const providerId = await receiveInbound(h, channel, phone, { text: longText, timestamp: at });
+    const [received] = eventsOf(h, "message.received", (d) => d.providerMessageId === providerId);
+    const inbound = await api(h, org).get(`/api/v1/messages/${received.data.messageId}`);
+    expect(inbound.status).to.equal(200);
+    MessageRecord.parse(inbound.body);
+    expect(inbound.body).to.deep.include({
+      id: received.data.messageId, direction: "inbound", type: "text", status: "received", text: longText, phone,
+      messagingChannelId: channel.id, conversationId: received.data.conversationId, contactId: received.data.contactId,
+      providerMessageId: providerId, receivedAt: received.data.receivedAt, templateJobId: null, error: null, button: null,
+    });
+    expect(inbound.body.receivedAt).to.equal(new Date(at * 1000).toISOString());
+
+    const sent = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "Thanks" });
+    expect(sent.status, JSON.stringify(sent.body)).to.equal(200);
+    await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === sent.body.id).length === 1, 10_000);
+    const outbound = await api(h, org).get(`/api/v1/messages/${sent.body.id}`);
+    expect(outbound.body).to.deep.include({ id: sent.body.id, direction: "outbound", type: "text", status: "sent", text: "Thanks", receivedAt: null, error: null });
+    expect(outbound.body.providerMessageId).to.be.a("string");
+
+    const other = await api(h, newOrg()).get(`/api/v1/messages/${sent.body.id}`);
+    expect(other.status).to.equal(404);
+    expect(other.body.error.code).to.equal("NOT_FOUND");
+    expect((await api(h, org).get("/api/v1/messages/msg_nope")).status).to.equal(404);
   });
 });

@@ -129,7 +129,7 @@ describe("delivery (happy paths)", () => {
     }
   });
 
-  it("summarizes a payload over 256 KB (event, ids, summarized flag), valid JSON, still signed", async () => {
+  it("summarizes a payload over 256 KB (event, small fields, summarized flag, omitted names), valid JSON, still signed", async () => {
     const org = newId("organization");
     const hook = await subscribe(org, ["message.received"]);
     const contactId = newId("contact");
@@ -146,6 +146,8 @@ describe("delivery (happy paths)", () => {
     expect(req.body.data.messageId).to.match(/^msg_/);
     expect(req.body.data.conversationId).to.match(/^conv_/);
     expect(req.body.data).to.not.have.property("text");
+    expect(req.body.data).to.include({ type: "text" });
+    expect(req.body.data.omitted).to.deep.equal(["text"]);
     expect(verifySignature(req.raw, req.headers["x-service-signature"], hook.secret)).to.equal(true);
     const [smallReq] = await eventually(() => (receiver.byEvent(small).length ? receiver.byEvent(small) : undefined));
     expect(smallReq.body.data.text).to.have.length(200 * 1024);

@@ -1,5 +1,6 @@
 import { expect } from "chai";
 import { blockedAddressReason, checkUrlShape } from "../src/use-cases/target-guard";
+import { SummarizedEventData } from "@platform/contracts";
 import { serializeEvent, summarize, MAX_PAYLOAD_BYTES } from "../src/use-cases/payload";
 import { truncateChars } from "../src/use-cases/http-sender";
 
@@ -24,11 +25,19 @@ describe("target guard (unit)", () => {
 });
 
 describe("payload (unit)", () => {
-  it("summarizes over 256 KB without cutting JSON, keeping ids", () => {
-    const data = { id: "evt_1", messageId: "msg_1", contactId: null, text: "x".repeat(MAX_PAYLOAD_BYTES) };
+  it("summarizes over 256 KB without cutting JSON, keeping every small field and naming the ones left out", () => {
+    const data = {
+      id: "evt_1", messageId: "msg_1", contactId: null, phone: "+15550001111", type: "text", receivedAt: "2026-11-27T10:00:00.000Z",
+      media: { id: "m1", mimeType: "image/png" }, text: "x".repeat(MAX_PAYLOAD_BYTES),
+    };
     const body = serializeEvent({ event: "message.received", timestamp: "t", organizationId: "org_1", data });
-    expect(JSON.parse(body)).to.deep.equal({ event: "message.received", timestamp: "t", organizationId: "org_1", data: { id: "evt_1", messageId: "msg_1", contactId: null, summarized: true } });
-    expect(summarize({ id: "e", nested: { messageId: "x" } } as never)).to.deep.equal({ id: "e", summarized: true });
+    expect(JSON.parse(body)).to.deep.equal({
+      event: "message.received", timestamp: "t", organizationId: "org_1",
+      data: { id: "evt_1", messageId: "msg_1", contactId: null, phone: "+15550001111", type: "text", receivedAt: "2026-11-27T10:00:00.000Z",
+        media: { id: "m1", mimeType: "image/png" }, summarized: true, omitted: ["text"] },
+    });
+    expect(SummarizedEventData.safeParse(JSON.parse(body).data).success).to.equal(true);
+    expect(summarize({ id: "e", nested: { blob: "b".repeat(2_000) }, n: 3 } as never)).to.deep.equal({ id: "e", n: 3, summarized: true, omitted: ["nested"] });
     // Exactly at the limit stays whole.
     const base = serializeEvent({ event: "message.sent", timestamp: "t", organizationId: "o", data: { id: "e", pad: "" } });
     const pad = "p".repeat(MAX_PAYLOAD_BYTES - Buffer.byteLength(base));

@@ -5,6 +5,7 @@ import { adminChannelsCreate } from "./admin_channels_create";
 import { adminChannelsList } from "./admin_channels_list";
 import { adminChannelsUpdate } from "./admin_channels_update";
 import { v1ConversationsList } from "./v1_conversations_list";
+import { v1MessagesGet } from "./v1_messages_get";
 import { v1MessagesSend } from "./v1_messages_send";
 
 /** Routes on the fast path as well as on express (ADR 0005). */
@@ -14,6 +15,7 @@ export function buildJsonRoutes(ctx: MessagingContext): JsonRoute[] {
 
 export function buildRoutes(ctx: MessagingContext): Router {
   const router = express.Router();
+  v1MessagesGet(router, ctx);
   v1ConversationsList(router, ctx);
   adminChannelsCreate(router, ctx);
   adminChannelsList(router, ctx);
