@@ -82,4 +82,16 @@ describe("recording finished attempts", () => {
     const logged: Array<{ id: string }> = await ds.query(`SELECT id FROM webhooks.delivery_attempts ORDER BY id`);
     expect(logged.map((r) => r.id)).to.deep.equal(["dl_wh_bad_3", "dl_wh_bad_4", "dl_wh_ok_1", "dl_wh_ok_2"]);
   });
+  it("counts failures up to the deactivation: a batch whose failures pass 10 stores 10, the count that deactivated it", async () => {
+    // Attempts in flight together (the endpoint's concurrency) finish in one batch: 8 + 3 failures.
+    await ds.query(`INSERT INTO webhooks.webhooks (id, organization_id, url, events, secret, consecutive_failures) VALUES ('wh_burst', 'org', 'http://z', '{message.received}', 's', 8)`);
+    await ds.query(`INSERT INTO webhooks.events (id, organization_id, event, body) SELECT 'eb' || n, 'org', 'message.received', '{}' FROM generate_series(1, 3) n`);
+    const jobs: Array<{ id: string }> = await ds.query(
+      `INSERT INTO webhooks.delivery_jobs (event_id, webhook_id, organization_id) SELECT 'eb' || n, 'wh_burst', 'org' FROM generate_series(1, 3) n RETURNING id::text`,
+    );
+    const deactivated = await repo.complete(jobs.map((j, k) => completion(j.id, "wh_burst", false, 60_000, 100 + k)));
+    expect(deactivated).to.deep.equal(["wh_burst"]);
+    const [hook] = await ds.query(`SELECT active, consecutive_failures FROM webhooks.webhooks WHERE id = 'wh_burst'`);
+    expect(hook).to.deep.equal({ active: false, consecutive_failures: 10 });
+  });
 });

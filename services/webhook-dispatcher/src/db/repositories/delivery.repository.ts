@@ -298,7 +298,8 @@ export class DeliveryRepository {
          WHERE w.active AND (u.n > 0 OR w.consecutive_failures <> 0)
        ), updated AS (
          UPDATE webhooks.webhooks w
-         SET consecutive_failures = c.failures,
+         -- Counted up to the deactivation: attempts in flight with the 10th (the endpoint's concurrency) add nothing.
+         SET consecutive_failures = LEAST(c.failures, $18),
              active = c.failures < $18,
              deactivated_at = CASE WHEN c.failures >= $18 THEN now() ELSE NULL END,
              updated_at = now()
