@@ -161,6 +161,30 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     for (const p of list) expect(sendsTo(h, p), p).to.equal(1);
   });
 
+  it("a throttled job sends nothing once it reads paused: the slots its lanes had reserved pass unsent", async () => {
+    // One send a second: each lane holds a slot up to 2 s ahead when the pause comes.
+    const { org, channel, template } = await setup(h);
+    const list = phones(20);
+    const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list), throttlePerHour: 3_600 });
+    await eventually(async () => (await getJob(h, org, job.id)).sent >= 2, 20_000);
+    await h.sim.injectTemplateStatus({ templateAccountId: TEMPLATE_ACCOUNT_ID, providerTemplateId: template.providerTemplateId, name: template.name, language: template.language, event: "PAUSED" });
+    await eventually(async () => (await getJob(h, org, job.id)).status === "paused", 20_000, 5);
+    const atPause = list.reduce((n, p) => n + sendsTo(h, p), 0);
+    // The run has let go (no lane waits for a slot any more) and every slot it had reserved is past.
+    await eventually(async () => {
+      const [row] = await db().query(
+        `SELECT j.lease_owner IS NULL AND clock_timestamp() > COALESCE(max(r.slot_at), '-infinity') AS done
+         FROM template_jobs.jobs j LEFT JOIN template_jobs.job_recipients r ON r.job_id = j.id WHERE j.id = $1 GROUP BY j.id`,
+        [job.id],
+      );
+      return row.done;
+    }, 20_000);
+    expect(list.reduce((n, p) => n + sendsTo(h, p), 0), "sends after the job read paused").to.equal(atPause);
+    expect((await getJob(h, org, job.id)).sent).to.equal(atPause);
+    const [open] = await db().query(`SELECT count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'sending'`, [job.id]);
+    expect(open.n).to.equal(0);
+  });
+
   it("a pause holds the sends of the batches in flight that have not gone yet; they go once the template is approved again, each once", async () => {
     const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 10 });
     const list = phones(30);

@@ -249,15 +249,17 @@ async function batchSizeOf(ctx: TemplateJobsContext, job: JobRow): Promise<numbe
 
 /**
  * Reserves (and stores) the throttle slot of the next send when it is due within THROTTLE_HOLD_MS, then waits for it,
- * keeping the lease: `due` once it is time, `later` when the next slot is further away (nothing reserved), `stopped`
- * when the job stopped meanwhile.
+ * keeping the lease: `due` once it is time and the job still runs, `later` when the next slot is further away (nothing
+ * reserved), `stopped` when the job stopped meanwhile.
  */
 async function waitForSlot(ctx: TemplateJobsContext, job: JobRow, row: RecipientRow, opts: RunOptions): Promise<"due" | "later" | "stopped"> {
   const slotAt = await jobsRepository.reserveSlot(ctx.db, job.id, row.seq, 3_600_000 / job.throttle_per_hour!, THROTTLE_HOLD_MS);
   if (!slotAt) return "later";
   for (let renewedAt = Date.now(); ; ) {
     const wait = slotAt.getTime() - Date.now();
-    if (wait <= 0) return "due";
+    // The job may have stopped while the slot came (paused, failed or cancelled, on any replica): one look, with the
+    // lease renewed, right before the send.
+    if (wait <= 0) return (await jobsRepository.renew(ctx.db, job.id, opts.owner, opts.leaseMs)) ? "due" : "stopped";
     // A cancel through this process is seen within a step; one elsewhere at the next renewal (the lease's third).
     await sleep(Math.min(wait, SLOT_WAIT_STEP_MS));
     if (opts.isStopping() || ctx.cancelledJobs.has(job.id)) return "stopped";
