@@ -240,7 +240,7 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     path: "/api/v1/templates/send/{jobId}/cancel",
     summary: "Cancel a template send job",
     description:
-      "Stops the job (`cancelled`). The answer comes once the job has stopped: no send of the job reaches the provider after it, and `sent`, `failed` and `skipped` are final (but for sends the provider had failed transiently, which messaging still retries). A job already completed, cancelled or failed is answered unchanged.",
+      "Stops the job (`cancelled`). The answer comes once the job has stopped (until then it reads `running` or `paused`): no send of the job reaches the provider after it, and `sent`, `failed` and `skipped` are final, but for two cases: a provider call that timed out and that the provider had accepted after all is counted `sent` when its status arrives, and after a crash of the service running the job the sends it had not recorded are counted when its lease runs out (at most 30 s). A job already completed, cancelled or failed is answered unchanged.",
     tags: ["Templates"],
     security,
     request: { params: jobId },

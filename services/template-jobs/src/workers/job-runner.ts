@@ -4,6 +4,7 @@ import { withRequestContext } from "@platform/logging";
 import { endSpan, extractTrace, SpanKind, startSpan } from "@platform/telemetry";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
+import { stopWaitingSends } from "../use-cases/jobs";
 import { runJob, settleCancelled } from "../use-cases/run-job";
 
 /** A settling sweep messaging did not answer is tried again after this long. */
@@ -65,6 +66,25 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
     }
   };
 
+  /**
+   * A job asked to stop whose holder died (ADR 0023): the batches that run left unanswered are recorded from
+   * messaging's outcomes, a cancel's retried sends are ended, and only then does the stop take effect, so the job's
+   * first final read has its final counts. Messaging not answering: tried again shortly; the job reads `running` meanwhile.
+   */
+  const finishAbandonedStop = async () => {
+    const job = await jobsRepository.claimAbandonedStop(ctx.db, owner, ctx.env.JOB_LEASE_MS);
+    if (!job) return;
+    try {
+      const settled = await settleCancelled(ctx, job);
+      if (job.stop_as === "cancelled") await stopWaitingSends(ctx, job.organization_id, job.id);
+      await jobsRepository.release(ctx.db, job.id, owner, null);
+      ctx.log.warn({ jobId: job.id, stopAs: job.stop_as, settled }, "a job asked to stop whose holder died ended as asked");
+    } catch (err) {
+      ctx.log.warn({ jobId: job.id, err: (err as Error).message }, "ending a stopped job whose holder died failed; trying again shortly");
+      await jobsRepository.holdFor(ctx.db, job.id, owner, SETTLE_RETRY_MS);
+    }
+  };
+
   const loop = (async () => {
     while (!stopping) {
       let claimed = false;
@@ -97,10 +117,7 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
         await sliceJobs().catch((err) => ctx.log.warn({ err: (err as Error).message }, "time slice check failed"));
       }
       if (!claimed) {
-        await jobsRepository
-          .applyAbandonedStops(ctx.db)
-          .then((ids) => ids.length > 0 && ctx.log.warn({ jobIds: ids }, "jobs asked to stop whose holder died ended as asked"))
-          .catch((err) => ctx.log.warn({ err: (err as Error).message }, "ending abandoned stops failed"));
+        await finishAbandonedStop().catch((err) => ctx.log.warn({ err: (err as Error).message }, "ending an abandoned stop failed"));
         await settleDue().catch((err) => ctx.log.warn({ err: (err as Error).message }, "settling a cancelled job failed"));
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, ctx.env.JOB_POLL_MS);

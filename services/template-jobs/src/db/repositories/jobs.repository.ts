@@ -177,14 +177,25 @@ export const jobsRepository = {
     );
   },
 
-  /** Stops whose holder died (its lease ran out before it let go) take effect; answers the jobs. */
-  async applyAbandonedStops(q: Queryable): Promise<string[]> {
-    const rows = await run<{ id: string }>(
+  /**
+   * Takes, for `owner`, a job asked to stop whose holder died (its lease ran out before it let go): the taker records
+   * what that run left unrecorded, then lets go, and the stop takes effect (`release`). Null when there is none.
+   */
+  async claimAbandonedStop(q: Queryable, owner: string, leaseMs: number): Promise<JobRow | null> {
+    const rows = await run<JobRow>(
       q,
-      `UPDATE ${SCHEMA}.jobs SET ${APPLY_STOP}, lease_owner = NULL, lease_until = NULL
-       WHERE stop_as IS NOT NULL AND (lease_until IS NULL OR lease_until < clock_timestamp()) RETURNING id`,
+      `UPDATE ${SCHEMA}.jobs j SET lease_owner = $1, lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+       WHERE j.id = (SELECT id FROM ${SCHEMA}.jobs WHERE stop_as IS NOT NULL AND (lease_until IS NULL OR lease_until < clock_timestamp())
+                     ORDER BY lease_until NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED)
+       RETURNING j.*`,
+      [owner, leaseMs],
     );
-    return rows.map((r) => r.id);
+    return rows[0] ?? null;
+  },
+
+  /** Keeps the job held by `owner` for `ms` more (and no longer): a taker that could not finish tries again after. */
+  async holdFor(q: Queryable, id: string, owner: string, ms: number): Promise<void> {
+    await run(q, `UPDATE ${SCHEMA}.jobs SET lease_until = clock_timestamp() + $3 * interval '1 millisecond' WHERE id = $1 AND lease_owner = $2`, [id, owner, ms]);
   },
 
   /**
