@@ -230,6 +230,8 @@ export const TemplateStopRequest = z.object({
   templateJobId: z.string(),
   /** The job's sends whose outcome the caller waits for (its `waiting` recipients): answered whatever ended them. */
   messageIds: z.array(z.string()).max(1_000),
+  /** How the job ended: its sends end `cancelled` with `job_cancelled` (its cancel) or `job_failed` (its template's disabling). */
+  jobStatus: z.enum(["cancelled", "failed"]).default("cancelled"),
 });
 export type TemplateStopRequest = z.infer<typeof TemplateStopRequest>;
 export const TemplateStopResponse = z.object({

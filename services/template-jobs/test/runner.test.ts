@@ -233,6 +233,12 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const held: Array<{ id: string }> = await db().query(`SELECT id FROM messaging.messages WHERE template_job_id = $1 AND provider_message_id IS NULL`, [job.id]);
     const ended: Array<{ status: string; error_code: string }> = await db().query(`SELECT DISTINCT status, error_code FROM messaging.messages WHERE id = ANY($1::text[])`, [held.map((m) => m.id)]);
     expect(ended.filter((e) => !(e.status === "cancelled" && e.error_code === "job_failed")), JSON.stringify(ended)).to.deep.equal([]);
+    // The job's own record of them agrees: `cancelled`, none left `waiting`.
+    const states: Array<{ state: string; n: number }> = await db().query(
+      `SELECT state, count(*)::int AS n FROM template_jobs.job_recipients WHERE job_id = $1 AND state IN ('waiting', 'cancelled') GROUP BY state`,
+      [job.id],
+    );
+    expect(states, JSON.stringify(states)).to.deep.equal(held.length ? [{ state: "cancelled", n: held.length }] : []);
     const accepted = list.reduce((n, p) => n + sendsTo(h, p), 0);
     const after = await getJob(h, org, job.id);
     expect(after).to.include({ status: "failed", sent: accepted, failed: 0 });

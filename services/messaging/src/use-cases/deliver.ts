@@ -119,7 +119,7 @@ const OPT_OUT_UNKNOWN = { code: "opt_out_check_unavailable", title: "The opt-out
 const JOB_STATE_UNKNOWN = { code: "job_state_unavailable", title: "The template job's state did not answer; not sent yet" };
 const JOB_PAUSED = { code: "job_paused", title: "The template job is paused; sent when it resumes" };
 export const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send reached the provider" };
-const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send reached the provider" };
+export const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send reached the provider" };
 /** A retried send whose job state did not answer asks again after this long. */
 const JOB_STATE_RETRY_MS = 2_000;
 /** A paused job's retried send looks again after this long. */

@@ -7,7 +7,7 @@ import type { MessagingContext } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, sendRounds, type MessageRow, type TemplateInput } from "../db/repositories/messages.repository";
 import type { TemplatePayload } from "../db/entities/message.entity";
-import { attemptSend, cancelledFact, deferToWorker, JOB_CANCELLED, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
+import { attemptSend, cancelledFact, deferToWorker, JOB_CANCELLED, JOB_FAILED, leaseMs, MAX_PACING_WAIT_MS, type AttemptOutcome } from "./deliver";
 import { conversationEvent } from "./events";
 
 /** Bus calls to the contacts service of one batch. */
@@ -148,8 +148,8 @@ export async function lookupTemplateSends(ctx: MessagingContext, req: TemplateLo
 const STOP_POLL_MS = 50;
 
 /**
- * rpc.messaging.template.stop.v1 (ADR 0018): a cancelled job's sends still pending here (retrying after a transient
- * failure, or held back when the job stopped) end as `cancelled` (`job_cancelled`; never sent, so no public event,
+ * rpc.messaging.template.stop.v1 (ADR 0018): a cancelled or failed job's sends still pending here (retrying after a
+ * transient failure, or held back when the job stopped) end as `cancelled` (`job_cancelled` or `job_failed`; never sent, so no public event,
  * and analytics' `sys.message.cancelled.v1`), in one statement each round; an attempt running now is waited for (at
  * most its lease) and ends as it ends. Answers each one's final outcome.
  */
@@ -161,7 +161,8 @@ export async function stopTemplateSends(ctx: MessagingContext, req: TemplateStop
     const pending = await messagesRepository.pendingOfJob(ctx.db, organizationId, templateJobId);
     if (pending.some((p) => !p.leased)) {
       await ctx.db.transaction(async (tx) => {
-        const cancelled = await messagesRepository.cancelUnleasedOfJob(tx, organizationId, templateJobId, JOB_CANCELLED);
+        const reason = req.jobStatus === "failed" ? JOB_FAILED : JOB_CANCELLED;
+        const cancelled = await messagesRepository.cancelUnleasedOfJob(tx, organizationId, templateJobId, reason);
         await enqueue(tx, "messaging", cancelled.map(cancelledFact));
       });
       continue;

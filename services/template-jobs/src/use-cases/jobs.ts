@@ -210,13 +210,13 @@ export async function cancelJob(ctx: TemplateJobsContext, organizationId: string
  * Messaging not answering: those stay `waiting`, uncounted, as `cancelled` ones are; the events of any that do end
  * otherwise (an attempt running then) still settle them.
  */
-export async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<void> {
+export async function stopWaitingSends(ctx: TemplateJobsContext, organizationId: string, jobId: string, jobStatus: "cancelled" | "failed" = "cancelled"): Promise<void> {
   const waiting = await jobsRepository.waitingMessageIds(ctx.db, jobId);
   if (waiting.length === 0) return;
   try {
     for (let i = 0; i < waiting.length; i += STOP_CHUNK) {
       const messageIds = waiting.slice(i, i + STOP_CHUNK);
-      const { results } = await ctx.bus.request(MESSAGING_RPC.stopTemplateSends, { organizationId, templateJobId: jobId, messageIds }, { timeoutMs: STOP_TIMEOUT_MS });
+      const { results } = await ctx.bus.request(MESSAGING_RPC.stopTemplateSends, { organizationId, templateJobId: jobId, messageIds, jobStatus }, { timeoutMs: STOP_TIMEOUT_MS });
       const outcomes = results
         .filter((r) => r.outcome !== "pending")
         .map((r) => ({ messageId: r.messageId, state: finalStateOf(r.outcome as Exclude<typeof r.outcome, "pending">, r.errorCode), errorCode: r.errorCode }));

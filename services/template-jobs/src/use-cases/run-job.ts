@@ -81,9 +81,9 @@ export async function runJob(ctx: TemplateJobsContext, claimed: JobRow, opts: Ru
     );
     const stopAs = (await jobsRepository.byId(ctx.db, claimed.organization_id, jobId))?.stop_as ?? null;
     if (stopAs !== null) {
-      // Asked to stop while this run held it (ADR 0023): a cancel ends the sends messaging retries too; the stop takes
-      // effect as the run lets go (release, below), with every batch of this run recorded.
-      if (stopAs === "cancelled") await stopWaitingSends(ctx, claimed.organization_id, jobId);
+      // Asked to stop while this run held it (ADR 0023): the sends messaging retries end too; the stop takes effect as
+      // the run lets go (release, below), with every batch of this run recorded.
+      await stopWaitingSends(ctx, claimed.organization_id, jobId, stopAs);
     } else if (run.parked && !run.stopped) {
       // The next throttle slot is not due soon: the job lets go of its place until shortly before it.
       await jobsRepository.releaseUntilNextSlot(ctx.db, jobId, opts.owner, THROTTLE_LEAD_MS);

@@ -76,7 +76,7 @@ export function startJobRunner(ctx: TemplateJobsContext): () => Promise<void> {
     if (!job) return;
     try {
       const settled = await settleCancelled(ctx, job);
-      if (job.stop_as === "cancelled") await stopWaitingSends(ctx, job.organization_id, job.id);
+      if (job.stop_as !== null) await stopWaitingSends(ctx, job.organization_id, job.id, job.stop_as);
       await jobsRepository.release(ctx.db, job.id, owner, null);
       ctx.log.warn({ jobId: job.id, stopAs: job.stop_as, settled }, "a job asked to stop whose holder died ended as asked");
     } catch (err) {
