@@ -46,6 +46,16 @@ export const MessageRecord = z
     button: z.object({ text: z.string(), payload: z.string() }).nullable(),
     providerMessageId: z.string().nullable(),
     templateJobId: z.string().nullable(),
+    template: z
+      .object({
+        name: z.string(),
+        language: z.string(),
+        headerMedia: z.object({ url: z.string(), fileName: z.string().optional() }).nullable(),
+        bodyParameters: z.array(z.string()),
+        buttonParameters: z.array(z.record(z.string(), z.unknown())),
+      })
+      .nullable()
+      .meta({ description: "a template send: the template and the parameters it was sent with; otherwise null" }),
     error: z.object({ code: z.string(), title: z.string() }).nullable(),
     receivedAt: Timestamp.nullable().meta({ description: "inbound: the provider's timestamp of the message; outbound: null" }),
     createdAt: Timestamp,

@@ -124,7 +124,7 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
       "The full record of a message: what a webhook whose body was over 256 KB left out (its `data` has `summarized: true` and names the fields in `omitted`).",
     tags: ["Messages"],
     security,
-    request: { params: z.object({ messageId: z.string().min(1).max(64).meta({ example: "msg_01jd0000000000000000000000" }) }) },
+    request: { params: z.object({ messageId: z.string().min(1).meta({ example: "msg_01jd0000000000000000000000", description: "an id the organization does not have, whatever its form, is 404" }) }) },
     responses: { 200: json(MessageRecord, "The message"), ...errors(["VALIDATION_ERROR", "NOT_FOUND"]) },
   });
 
@@ -221,7 +221,7 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     },
   });
 
-  const jobId = z.object({ jobId: z.string().min(1).max(64).meta({ example: "job_01jd0000000000000000000000" }) });
+  const jobId = z.object({ jobId: z.string().min(1).meta({ example: "job_01jd0000000000000000000000", description: "an id the organization does not have, whatever its form, is 404" }) });
   registry.registerPath({
     operationId: "getTemplateSendJob",
     method: "get",

@@ -410,7 +410,7 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(inbound.body).to.deep.include({
       id: received.data.messageId, direction: "inbound", type: "text", status: "received", text: longText, phone,
       messagingChannelId: channel.id, conversationId: received.data.conversationId, contactId: received.data.contactId,
-      providerMessageId: providerId, receivedAt: received.data.receivedAt, templateJobId: null, error: null, button: null,
+      providerMessageId: providerId, receivedAt: received.data.receivedAt, templateJobId: null, template: null, error: null, button: null,
     });
     expect(inbound.body.receivedAt).to.equal(new Date(at * 1000).toISOString());
 

@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import type { DataSource } from "typeorm";
 import { RpcCallError } from "@platform/bus";
-import { MESSAGING_RPC, type TemplateSendRequest } from "@platform/contracts";
+import { MessageRecord, MESSAGING_RPC, type TemplateSendRequest } from "@platform/contracts";
 import { newId } from "@platform/id";
 import { eventually } from "@platform/testing";
 import { BULK_HORIZON_MS, BulkPacer, contextOf, reservePacingSlot, reservePacingSlots } from "../src/service";
@@ -88,6 +88,18 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
       expect(sent.data.providerMessageId).to.equal(r.providerMessageId);
     }
     await eventually(() => eventsOf(h, "conversation.opened", (d) => req.sends.some((s) => s.phone === d.phone)).length === 2, 10_000);
+    // The stored message says what was sent: the template and its parameters.
+    const stored = await api(h, org).get(`/api/v1/messages/${results[0].messageId}`);
+    expect(stored.status).to.equal(200);
+    expect(stored.body).to.deep.include({ type: "template", direction: "outbound", text: null, templateJobId: req.templateJobId });
+    expect(stored.body.template).to.deep.equal({
+      name: "order_update",
+      language: "pt_BR",
+      headerMedia: { url: "https://example.com/a.pdf", fileName: "a.pdf" },
+      bodyParameters: ["Ann", "42"],
+      buttonParameters: [{ type: "quick_reply", payload: "YES" }, { type: "url", text: "abc", index: 2 }],
+    });
+    MessageRecord.parse(stored.body);
   });
 
   it("answers a repeated key from the stored message without calling the provider again", async () => {

@@ -26,6 +26,13 @@ export function toMessageRecord(m: MessageRow): MessageRecord {
     button: m.button_text !== null || m.button_payload !== null ? { text: m.button_text ?? "", payload: m.button_payload ?? "" } : null,
     providerMessageId: m.provider_message_id,
     templateJobId: m.template_job_id,
+    template: m.template_payload && {
+      name: m.template_payload.template.name,
+      language: m.template_payload.template.language,
+      headerMedia: m.template_payload.headerMedia,
+      bodyParameters: m.template_payload.bodyParameters,
+      buttonParameters: m.template_payload.buttonParameters,
+    },
     error: m.error_code !== null ? { code: m.error_code, title: m.error_title ?? "" } : null,
     // As message.received has it: the provider's timestamp, else when it was stored.
     receivedAt: inbound ? iso(m.provider_timestamp ?? m.created_at) : null,
