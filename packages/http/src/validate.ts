@@ -2,11 +2,18 @@ import type { Request } from "express";
 import { z } from "zod";
 import { ApiError, type ErrorDetail } from "./errors";
 
+/** One detail per issue, each (path, message) once: two checks of one schema may say the same thing. */
 export function zodDetails(error: z.ZodError, prefix?: string): ErrorDetail[] {
-  return error.issues.map((issue) => {
-    const path = [prefix, ...issue.path.map(String)].filter((p) => p !== undefined && p !== "").join(".");
-    return { path: path || (prefix ?? "body"), message: issue.message };
-  });
+  const seen = new Set<string>();
+  const details: ErrorDetail[] = [];
+  for (const issue of error.issues) {
+    const path = [prefix, ...issue.path.map(String)].filter((p) => p !== undefined && p !== "").join(".") || (prefix ?? "body");
+    const key = `${path}\u0000${issue.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    details.push({ path, message: issue.message });
+  }
+  return details;
 }
 
 /**

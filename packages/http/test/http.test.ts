@@ -3,7 +3,7 @@ import express from "express";
 import request from "supertest";
 import { z } from "zod";
 import { createLogger } from "@platform/logging";
-import { ApiError, CursorCodec, createServiceApp, organizationOf, parseBody, parseQuery } from "../src";
+import { ApiError, CursorCodec, createServiceApp, organizationOf, parseBody, parseQuery, zodDetails } from "../src";
 
 const log = createLogger("http-test", "silent");
 
@@ -120,5 +120,15 @@ describe("CursorCodec", () => {
     for (const bad of [tampered, foreign, otherKind, "abc", `${body}.`, `${good}.x`]) {
       expect(() => codec.decode(bad, isPos), bad).to.throw(ApiError).with.property("code", "INVALID_CURSOR");
     }
+  });
+});
+
+describe("zodDetails", () => {
+  it("lists each (path, message) once: two checks saying the same thing give one detail", () => {
+    const schema = z.object({ limit: z.string().regex(/^[0-9]+$/, "must be 1 to 100").refine((v) => Number(v) <= 100, "must be 1 to 100") });
+    const parsed = schema.safeParse({ limit: "x" + "9".repeat(20) });
+    expect(parsed.success).to.equal(false);
+    expect(parsed.error!.issues.length, "the schema's own issues").to.equal(2);
+    expect(zodDetails(parsed.error!, "query")).to.deep.equal([{ path: "query.limit", message: "must be 1 to 100" }]);
   });
 });
