@@ -1,6 +1,7 @@
 /** Schemas of the public `/api/v1` surface (service-spec.md, contract.md section 2). */
 import { z } from "zod";
 import { Id, Timestamp, page } from "./common";
+import { TemplateButtonParameter, TemplateHeaderMedia } from "./messaging";
 import { PhoneInput } from "./phone";
 
 export const PingResponse = z
@@ -50,9 +51,9 @@ export const MessageRecord = z
       .object({
         name: z.string(),
         language: z.string(),
-        headerMedia: z.object({ url: z.string(), fileName: z.string().optional() }).nullable(),
+        headerMedia: TemplateHeaderMedia.nullable(),
         bodyParameters: z.array(z.string()),
-        buttonParameters: z.array(z.record(z.string(), z.unknown())),
+        buttonParameters: z.array(TemplateButtonParameter),
       })
       .nullable()
       .meta({ description: "a template send: the template and the parameters it was sent with; otherwise null" }),

@@ -152,6 +152,9 @@ export type TemplateButtonParameter = z.infer<typeof TemplateButtonParameter>;
 
 export const TemplateHeaderFormat = z.enum(["image", "video", "document"]);
 
+/** The media of a template's header, as a job gives it (its URL already checked there). */
+export const TemplateHeaderMedia = z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() });
+
 /**
  * One template message to send. `key` is the send's idempotency key
  * (`job:<jobId>:<recipientId>`): messaging stores at most one message per
@@ -179,7 +182,7 @@ export const TemplateSendRequest = z.object({
   messagingChannelId: z.string(),
   templateJobId: z.string(),
   template: z.object({ name: z.string().min(1), language: z.string().min(1), headerFormat: TemplateHeaderFormat.nullable().default(null) }),
-  headerMedia: z.object({ url: z.string().min(1).max(4000), fileName: z.string().min(1).max(240).optional() }).nullable().default(null),
+  headerMedia: TemplateHeaderMedia.nullable().default(null),
   sends: z.array(TemplateSendItem).min(1).max(1_000),
   /** When the job's run asked (epoch ms): a stop of the job broadcast after it holds the batch's sends not made yet. */
   issuedAt: z.number().optional(),

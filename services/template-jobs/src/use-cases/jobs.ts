@@ -167,9 +167,9 @@ const isFinal = (status: JobRow["status"]) => (FINAL_JOB_STATES as readonly stri
 
 /**
  * Cancels a job. The answer comes once the job is `cancelled` (or ended otherwise meanwhile): a run holding it (on
- * any replica) has stopped, so no send of the job reaches the provider after it, and its counts are final, but for
- * sends messaging still retries (`waiting`). Until then the job keeps its status (ADR 0023). An already final job is
- * answered unchanged; a cancel repeated while the first waits (a client's retry) waits as well.
+ * any replica) has stopped and the sends messaging held or retried are ended, so no send of the job reaches the
+ * provider after it, and its counts are final (the exceptions: ADR 0023). Until then the job keeps its status. An
+ * already final job is answered unchanged; a cancel repeated while the first waits (a client's retry) waits as well.
  */
 export async function cancelJob(ctx: TemplateJobsContext, organizationId: string, jobId: string): Promise<TemplateJob> {
   const owner = `cancel:${newId("request")}`;

@@ -72,6 +72,8 @@ const unownedDue = (t: string) => `${t}.status IN ('queued', 'running') AND ${t}
 
 /** SQL condition on the jobs row: a run (or a cancel) holds it, with a live lease. */
 const HELD = `lease_owner IS NOT NULL AND lease_until >= clock_timestamp()`;
+/** SQL condition on the jobs row: a recipient is left `sending` (a batch whose answer never came; ADR 0018's sweep settles it). */
+const HAS_SENDING = `EXISTS (SELECT 1 FROM ${SCHEMA}.job_recipients r WHERE r.job_id = jobs.id AND r.state = 'sending')`;
 
 /**
  * SET list of a statement that lets go of a job: a stop asked while it was held (`stop_as`) becomes its status now,
@@ -80,9 +82,7 @@ const HELD = `lease_owner IS NOT NULL AND lease_until >= clock_timestamp()`;
 const APPLY_STOP = `status = COALESCE(stop_as, status),
   completed_at = CASE WHEN stop_as IS NOT NULL THEN now() ELSE completed_at END,
   updated_at = CASE WHEN stop_as IS NOT NULL THEN now() ELSE updated_at END,
-  settle_after = CASE WHEN stop_as IS NOT NULL AND EXISTS (
-      SELECT 1 FROM ${SCHEMA}.job_recipients r WHERE r.job_id = jobs.id AND r.state = 'sending')
-    THEN clock_timestamp() ELSE settle_after END,
+  settle_after = CASE WHEN stop_as IS NOT NULL AND ${HAS_SENDING} THEN clock_timestamp() ELSE settle_after END,
   stop_as = NULL`;
 
 export const jobsRepository = {
@@ -235,9 +235,7 @@ export const jobsRepository = {
            stop_as = CASE WHEN ${HELD} THEN 'failed' END,
            status = CASE WHEN ${HELD} THEN status ELSE 'failed' END,
            completed_at = CASE WHEN ${HELD} THEN completed_at ELSE now() END,
-           settle_after = CASE WHEN NOT (${HELD}) AND EXISTS (
-               SELECT 1 FROM ${SCHEMA}.job_recipients r WHERE r.job_id = jobs.id AND r.state = 'sending')
-             THEN clock_timestamp() ELSE settle_after END
+           settle_after = CASE WHEN NOT (${HELD}) AND ${HAS_SENDING} THEN clock_timestamp() ELSE settle_after END
          WHERE template_id = $1 AND status IN ('queued', 'running', 'paused') AND stop_as IS NULL RETURNING id`,
         [templateId, `template ${status}`],
       );
