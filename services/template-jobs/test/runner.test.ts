@@ -282,10 +282,12 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     await db().query(`UPDATE template_jobs.job_recipients SET state = CASE WHEN seq < 2 THEN 'sending' ELSE 'pending' END, message_id = NULL WHERE job_id = $1`, [job.id]);
     await db().query(
       `UPDATE template_jobs.jobs SET status = 'running', completed_at = NULL, sent = 0, stop_as = 'cancelled', lease_owner = 'dead-run',
-         lease_until = clock_timestamp() + interval '1 second' WHERE id = $1`,
+         lease_until = clock_timestamp() + interval '1 hour' WHERE id = $1`,
       [job.id],
     );
     expect((await getJob(h, org, job.id)).status, "while the lease lives").to.equal("running");
+    // The dead run's lease runs out.
+    await db().query(`UPDATE template_jobs.jobs SET lease_until = clock_timestamp() - interval '1 millisecond' WHERE id = $1`, [job.id]);
     // The first read that says `cancelled` already counts the dead run's batch.
     const ended = await eventually(async () => {
       const now = await getJob(h, org, job.id);
