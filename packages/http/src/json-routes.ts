@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import type { Request, Response, Router } from "express";
 import { withRequestContext, type Logger } from "@platform/logging";
@@ -94,6 +95,7 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
 /** `express.json({ strict: false })`'s reading of a UTF-8 body: empty is `{}`, a BOM is dropped. */
 function parseJson(raw: Buffer): unknown {
   if (raw.length === 0) return {};
+  if (!isUtf8(raw)) throw new ApiError("INVALID_JSON", "The body is not UTF-8 JSON");
   let text = raw.toString("utf8");
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let body: unknown;

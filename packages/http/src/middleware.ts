@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { currentRequestContext, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
@@ -82,7 +83,8 @@ export function refuseNulInUrl(): RequestHandler {
 
 /** JSON body parsing; the error middleware maps its failures to INVALID_JSON / PAYLOAD_TOO_LARGE. */
 export function jsonBody(limit: string | number = "1mb"): RequestHandler {
-  const parse = express.json({ limit, strict: false, type: ["application/json", "application/*+json"] });
+  // JSON text is UTF-8 (RFC 8259 §8.1): bytes that are not are refused, never decoded into U+FFFD and stored altered.
+  const parse = express.json({ limit, strict: false, type: ["application/json", "application/*+json"], verify: refuseNonUtf8 });
   return (req, res, next) => {
     // Labels of UTF-8 (or of its ASCII subset) that the parser does not know by these names: read as `utf-8`.
     const type = req.headers["content-type"];
@@ -97,6 +99,18 @@ export function jsonBody(limit: string | number = "1mb"): RequestHandler {
       next();
     });
   };
+}
+
+/** Throws (body-parser: `entity.verify.failed`, answered INVALID_JSON) when the body's bytes are not UTF-8. */
+function refuseNonUtf8(_req: unknown, _res: unknown, body: Buffer): void {
+  if (!isUtf8(body)) throw new NotUtf8Error();
+}
+
+class NotUtf8Error extends Error {
+  readonly type = "encoding.not-utf8";
+  constructor() {
+    super("The body is not UTF-8");
+  }
 }
 
 /** `charset=utf8`, `us-ascii` or `ascii` (quoted or not, any case): the same bytes as UTF-8 for a JSON body. */
@@ -166,6 +180,8 @@ export function toApiError(err: unknown, log: Logger, context: { requestId: unkn
       return new ApiError("INVALID_JSON", "The body is not valid JSON");
     case "entity.too.large":
       return new ApiError("PAYLOAD_TOO_LARGE", "The body is over the size limit");
+    case "encoding.not-utf8":
+      return new ApiError("INVALID_JSON", "The body is not UTF-8 JSON");
     case "encoding.unsupported":
     case "charset.unsupported":
       // Not a code of the contract's table: the body cannot be read as JSON.

@@ -16,8 +16,28 @@ export interface ServiceAppOptions {
   routes: Router;
   /** Routes answered with JSON, also served on the fast path (`createServiceListener`). */
   jsonRoutes?: JsonRoute[];
+  /** Bodies of every route, inflated size (default 1 MB, the contract's limit). */
   bodyLimit?: string | number;
+  /** The routes that take larger bodies (`/templates/send`: 16 MB) and their limit; every other route keeps `bodyLimit`. */
+  largeBodies?: LargeBodies;
   metrics?: Metrics;
+}
+
+export interface LargeBodies {
+  limit: string | number;
+  method: string;
+  /** Matched against the path as the gateway forwards it (`/api/v1/...`). */
+  path: RegExp;
+}
+
+/** JSON bodies up to `bodyLimit`, and up to `largeBodies.limit` on its routes only (the limit is on the inflated body). */
+function jsonBodies(opts: ServiceAppOptions) {
+  const small = jsonBody(opts.bodyLimit ?? "1mb");
+  const large = opts.largeBodies;
+  if (!large) return small;
+  const parseLarge = jsonBody(large.limit);
+  return (req: express.Request, res: express.Response, next: express.NextFunction) =>
+    (req.method === large.method && large.path.test(req.path) ? parseLarge : small)(req, res, next);
 }
 
 /**
@@ -37,7 +57,7 @@ export function createServiceApp(opts: ServiceAppOptions): Express {
   app.use(metrics.middleware);
   app.use(requireInternal(opts.internalToken));
   app.use(refuseNulInUrl());
-  app.use(jsonBody(opts.bodyLimit ?? "1mb"));
+  app.use(jsonBodies(opts));
   if (opts.jsonRoutes?.length) {
     const json = express.Router();
     for (const route of opts.jsonRoutes) mountJsonRoute(json, route);

@@ -27,8 +27,8 @@ export function parseBody<S extends z.ZodType>(schema: S, req: Pick<Request, "bo
   if (body === undefined || body === null || typeof body !== "object" || Array.isArray(body)) {
     throw ApiError.validation([{ path: "body", message: "a JSON object body is required (Content-Type: application/json)" }]);
   }
-  const nul = nulPath(body, "");
-  if (nul !== undefined) throw ApiError.validation([{ path: nul || "body", message: NUL_MESSAGE }]);
+  const bad = badStringAt(body, "");
+  if (bad !== undefined) throw ApiError.validation([{ path: bad.path || "body", message: bad.message }]);
   const quick = fast?.(body as Record<string, unknown>);
   if (quick !== undefined) return quick;
   const parsed = schema.safeParse(body);
@@ -64,31 +64,42 @@ export function refuseDeepJson(body: unknown): void {
 }
 
 const NUL_MESSAGE = "must not contain NUL (\\u0000) characters";
+const SURROGATE_MESSAGE = "must be valid Unicode (no unpaired surrogate \\uD800-\\uDFFF)";
 
 /**
- * The dotted path of the first string (value or key) holding a NUL character,
- * or undefined. Postgres cannot store NUL in text or jsonb, so such input is
- * refused as a validation error rather than failing in the database.
+ * Why a string cannot be stored as given, or undefined: Postgres cannot store NUL in text or jsonb, and a lone
+ * surrogate (`"\ud800"`, valid JSON) would be stored as U+FFFD, so the answer and what a later read returns would
+ * differ. Such input is refused as a validation error rather than altered or failing in the database.
  */
-export function nulPath(value: unknown, path: string): string | undefined {
-  if (typeof value === "string") return value.includes("\u0000") ? path : undefined;
+function badString(s: string): string | undefined {
+  if (s.includes("\u0000")) return NUL_MESSAGE;
+  return s.isWellFormed() ? undefined : SURROGATE_MESSAGE;
+}
+
+/** The first string (value or key) that cannot be stored as given: its dotted path and why, or undefined. */
+export function badStringAt(value: unknown, path: string): { path: string; message: string } | undefined {
+  if (typeof value === "string") {
+    const message = badString(value);
+    return message === undefined ? undefined : { path, message };
+  }
   if (value === null || typeof value !== "object") return undefined;
   // A child's path is built only when the walk goes into it (a 50,000-recipient body has 150,000 strings).
   const at = (key: string | number) => (path ? `${path}.${key}` : String(key));
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const child: unknown = value[i];
-      if (typeof child === "string" ? !child.includes("\u0000") : child === null || typeof child !== "object") continue;
-      const found = nulPath(child, at(i));
+      if (typeof child === "string" ? badString(child) === undefined : child === null || typeof child !== "object") continue;
+      const found = badStringAt(child, at(i));
       if (found !== undefined) return found;
     }
     return undefined;
   }
   for (const key of Object.keys(value)) {
-    if (key.includes("\u0000")) return path || "body";
+    const keyMessage = badString(key);
+    if (keyMessage !== undefined) return { path: path || "body", message: keyMessage };
     const child: unknown = (value as Record<string, unknown>)[key];
-    if (typeof child === "string" ? !child.includes("\u0000") : child === null || typeof child !== "object") continue;
-    const found = nulPath(child, at(key));
+    if (typeof child === "string" ? badString(child) === undefined : child === null || typeof child !== "object") continue;
+    const found = badStringAt(child, at(key));
     if (found !== undefined) return found;
   }
   return undefined;
@@ -108,7 +119,8 @@ export function parseQuery<S extends z.ZodType>(schema: S, req: Request): z.infe
 
 /** Parses a value that is not a body or query (a header, a path parameter). */
 export function parseValue<S extends z.ZodType>(schema: S, value: unknown, path: string): z.infer<S> {
-  if (nulPath(value, path) !== undefined) throw ApiError.validation([{ path, message: NUL_MESSAGE }]);
+  const bad = badStringAt(value, path);
+  if (bad !== undefined) throw ApiError.validation([{ path, message: bad.message }]);
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw ApiError.validation(zodDetails(parsed.error, path));
   return parsed.data;

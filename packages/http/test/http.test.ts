@@ -1,9 +1,13 @@
+import { gzipSync } from "node:zlib";
 import { expect } from "chai";
 import express from "express";
 import request from "supertest";
 import { z } from "zod";
 import { createLogger } from "@platform/logging";
 import { ApiError, CursorCodec, createServiceApp, organizationOf, parseBody, parseQuery, zodDetails } from "../src";
+
+/** Sends bytes as they are: superagent would JSON-serialize a Buffer sent with a JSON content type. */
+const raw = (bytes: Buffer) => bytes as unknown as string;
 
 const log = createLogger("http-test", "silent");
 
@@ -61,6 +65,36 @@ describe("http kit", () => {
     expect(res.body.error.details[0].path).to.equal("url");
     await request(app()).get("/things/%00").set(internal).expect(400);
     await request(app()).get("/things/%00").expect(401);
+  });
+
+  it("refuses bytes that are not UTF-8 with INVALID_JSON and lone surrogates with VALIDATION_ERROR, never storing U+FFFD", async () => {
+    const latin = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]);
+    let res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").serialize(raw).send(latin).expect(400);
+    expect(res.body).to.deep.equal({ error: { code: "INVALID_JSON", message: "The body is not UTF-8 JSON" } });
+    res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").set("Content-Encoding", "gzip").serialize(raw).send(gzipSync(latin)).expect(400);
+    expect(res.body.error.code).to.equal("INVALID_JSON");
+    res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").send('{"name":"a\\ud800b"}').expect(400);
+    expect(res.body.error.details).to.deep.equal([{ path: "name", message: "must be valid Unicode (no unpaired surrogate \\uD800-\\uDFFF)" }]);
+    res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").send('{"name":"ok","items":[{"n":1,"\\udc00":2}]}').expect(400);
+    expect(res.body.error.details[0].path).to.equal("items.0");
+    // A surrogate pair is one character (U+1F600), UTF-8 of every plane is fine.
+    res = await request(app()).post("/things").set(internal).set("Content-Type", "application/json").send('{"name":"\\ud83d\\ude00 é 中"}').expect(200);
+    expect(res.body.body.name).to.equal("\u{1F600} é 中");
+  });
+
+  it("takes large bodies on the routes given for them only, counting the inflated size", async () => {
+    const routes = express.Router();
+    routes.post(["/big", "/small"], (req, res) => res.json({ length: JSON.stringify(req.body).length }));
+    const big = createServiceApp({ service: "t", log, internalToken: "internal-token-123456", readiness: {}, routes, largeBodies: { limit: "4mb", method: "POST", path: /^\/big$/ } });
+    const body = JSON.stringify({ pad: "x".repeat(2_000_000) });
+    await request(big).post("/big").set(internal).set("Content-Type", "application/json").send(body).expect(200);
+    await request(big).post("/big").set(internal).set("Content-Type", "application/json").set("Content-Encoding", "gzip").serialize(raw).send(gzipSync(body)).expect(200);
+    let res = await request(big).post("/small").set(internal).set("Content-Type", "application/json").send(body).expect(413);
+    expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+    // 2 MB inflated from a few KB on the wire: the limit is the body's, not the wire's.
+    res = await request(big).post("/small").set(internal).set("Content-Type", "application/json").set("Content-Encoding", "gzip").serialize(raw).send(gzipSync(body)).expect(413);
+    expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+    await request(big).post("/big").set(internal).set("Content-Type", "application/json").send(JSON.stringify({ pad: "x".repeat(4_200_000) })).expect(413);
   });
 
   it("answers a path parameter that is not valid percent-encoding with VALIDATION_ERROR, not a 500", async () => {

@@ -6,6 +6,9 @@ import { z } from "zod";
 import { createLogger } from "@platform/logging";
 import { ApiError, createMetrics, createServiceHandler, createServiceListener, headerOf, isDependencyDown, organizationFrom, parseBody, type JsonRoute } from "../src";
 
+/** Sends bytes as they are: superagent would JSON-serialize a Buffer sent with a JSON content type. */
+const raw = (bytes: Buffer) => bytes as unknown as string;
+
 const log = createLogger("json-routes-test", "silent");
 const TOKEN = "internal-token-123456";
 const internal = { "x-internal-token": TOKEN, "x-organization-id": "org_1" };
@@ -81,6 +84,10 @@ describe("JSON routes: the fast path and express answer alike", () => {
       expect([empty.status, empty.body.error.details[0].path]).to.deep.equal([400, "name"]);
       const nul = await request(h).post(path).set(internal).send({ name: "a\u0000" });
       expect([nul.status, nul.body.error.details[0].path]).to.deep.equal([400, "name"]);
+      const latin = await request(h).post(path).set(internal).set("Content-Type", "application/json").serialize(raw).send(Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]));
+      expect([latin.status, latin.body.error.code, latin.body.error.message]).to.deep.equal([400, "INVALID_JSON", "The body is not UTF-8 JSON"]);
+      const lone = await request(h).post(path).set(internal).set("Content-Type", "application/json").send('{"name":"\\ud800"}');
+      expect([lone.status, lone.body.error.details[0].path]).to.deep.equal([400, "name"]);
       const limited = await request(h).post(path).set(internal).send({ name: "limited" });
       expect([limited.status, limited.headers["retry-after"], limited.body.error.code]).to.deep.equal([429, "3", "RATE_LIMITED"]);
       const boom = await request(h).post(path).set(internal).send({ name: "boom" });

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
 import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@platform/db";
-import { createHttpServer, createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type Metrics } from "@platform/http";
+import { createHttpServer, createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type LargeBodies, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
 import { SUBJECTS } from "@platform/contracts";
 import { CpuPressure, Lifecycle, LoadGate, waitFor } from "@platform/runtime";
@@ -38,7 +38,8 @@ export interface ServiceDefinition<S extends z.ZodRawShape> {
   jsonRoutes?(deps: ServiceDeps<ServiceEnv<S>>): JsonRoute[];
   /** Bus consumers, request/reply responders and background workers; returns closers. */
   start?(deps: ServiceDeps<ServiceEnv<S>>): Promise<Array<() => Promise<void> | void>> | Array<() => Promise<void> | void>;
-  bodyLimit?: string;
+  /** Routes that take bodies over the 1 MB of every other route (template-jobs' `/templates/send`). */
+  largeBodies?: LargeBodies;
   /** Publishes this service's outbox (every service with events has one). */
   outbox?: boolean;
 }
@@ -149,7 +150,7 @@ async function boot<S extends z.ZodRawShape>(
     readiness: { postgres: () => pingDatabase(db), nats: () => bus.ping() },
     routes: def.routes(deps),
     jsonRoutes: def.jsonRoutes?.(deps),
-    bodyLimit: def.bodyLimit,
+    largeBodies: def.largeBodies,
     metrics,
   });
   const server = await new Promise<Server>((resolve, reject) => {

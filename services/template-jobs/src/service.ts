@@ -16,7 +16,7 @@ import { OrganizationPlans1764800001000 } from "./db/migrations/1764800001000-Or
 import { StopRequests1764900000000 } from "./db/migrations/1764900000000-StopRequests";
 import { SettleCancelled1764500000000 } from "./db/migrations/1764500000000-SettleCancelled";
 import { envShape } from "./env";
-import { BODY_LIMIT, buildRoutes } from "./routes";
+import { LARGE_BODIES, buildRoutes } from "./routes";
 import { startIdempotencySweeper } from "./workers/idempotency-sweeper";
 import { startJobRunner } from "./workers/job-runner";
 
@@ -71,7 +71,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
     OrganizationPlans1764800001000,
     StopRequests1764900000000,
   ],
-  bodyLimit: BODY_LIMIT,
+  largeBodies: LARGE_BODIES,
   routes: (deps) => buildRoutes(contextOf(deps)),
   async start(deps) {
     const ctx = contextOf(deps);
