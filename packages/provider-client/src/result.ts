@@ -14,7 +14,7 @@ export interface ProviderSuccess {
 export interface ProviderFailure {
   ok: false;
   kind: "transient" | "permanent";
-  /** The provider's error code (e.g. `"130429"`), or `timeout`, `network_error`, `invalid_response`. */
+  /** The provider's error code (e.g. `"130429"`), or `timeout`, `network_error`, `invalid_response`, `unreadable_success`. */
   code: string;
   title: string;
   /** null when no HTTP answer arrived (timeout, connection error). */
@@ -44,6 +44,12 @@ function parseJson(text: string): unknown {
   }
 }
 
+/**
+ * The code of a 2xx answer without a readable message id. The provider most likely accepted the message, so it is
+ * retried only after its status callback (which carries our message id) had time to settle it, as after a timeout.
+ */
+export const UNREADABLE_SUCCESS_CODE = "unreadable_success";
+
 /** HTTP statuses that mean "not now" rather than "never": transient even without the provider's error body. */
 const TRANSIENT_HTTP = new Set([408, 429]);
 
@@ -55,16 +61,16 @@ const TRANSIENT_HTTP = new Set([408, 429]);
  * from a proxy in front of it, say, with an HTML body: code `http_<status>`).
  * Only without the provider's error body do 408 and 429 say "later"; with it,
  * its code decides ("classified by the provider's error code, not its HTTP
- * status": a 429 whose code is not 130429 is permanent). A 2xx without a message id, or an
- * unexpected 1xx/3xx, is transient: we do not know what happened, and giving
- * up would lose a message the provider may accept on retry.
+ * status": a 429 whose code is not 130429 is permanent). A 2xx without a message id
+ * (UNREADABLE_SUCCESS_CODE), or an unexpected 1xx/3xx, is transient: we do not know what happened, and giving up
+ * would lose a message the provider may accept on retry.
  */
 export function classifyResponse(httpStatus: number, bodyText: string): ProviderResult {
   const json = parseJson(bodyText);
   if (httpStatus >= 200 && httpStatus < 300) {
     const ok = SuccessAnswer.safeParse(json);
     if (ok.success) return { ok: true, providerMessageId: ok.data.messages[0].id };
-    return { ok: false, kind: "transient", code: "invalid_response", title: "provider answered 2xx without a message id", httpStatus };
+    return { ok: false, kind: "transient", code: UNREADABLE_SUCCESS_CODE, title: "provider answered 2xx without a message id", httpStatus };
   }
 
   const err = ErrorAnswer.safeParse(json);

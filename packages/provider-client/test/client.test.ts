@@ -122,9 +122,9 @@ describe("createProviderClient", () => {
 
   it("classifies an unreadable 2xx as transient, an unreadable 4xx as permanent (408 and 429 without the provider's error body transient)", async () => {
     next = { status: 200, body: "not json" };
-    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
+    expect(await send()).to.include({ ok: false, kind: "transient", code: "unreadable_success", httpStatus: 200 });
     next = { status: 200, body: JSON.stringify({ messages: [] }) };
-    expect(await send()).to.include({ ok: false, kind: "transient", code: "invalid_response", httpStatus: 200 });
+    expect(await send()).to.include({ ok: false, kind: "transient", code: "unreadable_success", httpStatus: 200 });
     next = { status: 404, body: "Not Found" };
     expect(await send()).to.include({ ok: false, kind: "permanent", code: "http_404", httpStatus: 404 });
     next = { status: 403, body: "" };

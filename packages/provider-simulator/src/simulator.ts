@@ -27,7 +27,9 @@ export interface StatusDelaysMs {
 export type SimMode =
   | { kind: "ok" }
   | { kind: "error"; httpStatus: number; code: number; message?: string; times?: number }
-  | { kind: "slow"; delayMs: number; times?: number };
+  | { kind: "slow"; delayMs: number; times?: number }
+  /** Accepts the message (its statuses follow) but answers 200 without `messages[0].id`: a 2xx nobody can read. */
+  | { kind: "unreadable"; times?: number };
 
 export interface SimLogEntry {
   level: "info" | "warn";
@@ -221,12 +223,15 @@ function parseMode(body: Record<string, unknown>): SimMode {
       field(body, "message", "string", false);
       field(body, "times", "number", false);
       return body as unknown as SimMode;
+    case "unreadable":
+      field(body, "times", "number", false);
+      return body as unknown as SimMode;
     case "slow":
       field(body, "delayMs", "number", true);
       field(body, "times", "number", false);
       return body as unknown as SimMode;
     default:
-      throw new HttpError(400, "kind must be ok, error or slow");
+      throw new HttpError(400, "kind must be ok, error, slow or unreadable");
   }
 }
 
@@ -408,7 +413,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const to = digits(body.to as string);
     const wamid = nextWamid();
     entry.providerMessageId = wamid;
-    answer(200, { messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: to }], messages: [{ id: wamid }] });
+    answer(200, current.kind === "unreadable" ? { messaging_product: "whatsapp" } : { messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: to }], messages: [{ id: wamid }] });
     if (autoStatuses && webhookUrl && !closed) scheduleAutoStatuses(phoneNumberId, wamid, to, body.biz_opaque_callback_data);
   }
 

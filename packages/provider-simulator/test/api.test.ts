@@ -145,6 +145,14 @@ describe("provider simulator: send API", () => {
       expect(sim.requests.map((r) => r.delayedMs)).to.deep.equal([200, undefined]);
     });
 
+    it("unreadable mode accepts the message but answers 200 without its id, with times", async () => {
+      sim.setMode({ kind: "unreadable", times: 1 });
+      const first = await send();
+      expect([first.status, first.json]).to.deep.equal([200, { messaging_product: "whatsapp" }]);
+      expect(sim.requests[0].providerMessageId, "accepted all the same").to.be.a("string");
+      expect(((await send()).json as { messages: unknown[] }).messages).to.have.length(1);
+    });
+
     it("the HTTP control API sets modes, lists requests and resets", async () => {
       expect((await post(`${sim.url}/_sim/mode`, { kind: "error", httpStatus: 400, code: 131030, times: 1 }, null)).status).to.equal(200);
       expect((await send()).status).to.equal(400);

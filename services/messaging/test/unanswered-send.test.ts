@@ -6,7 +6,8 @@ import { api, createChannel, eventsOf, newOrg, providerRequestsFor, receiveInbou
 /**
  * A provider call that gets no answer within PROVIDER_TIMEOUT_MS may still have been accepted. Its retry waits
  * PROVIDER_UNANSWERED_RETRY_MS, so the provider's status callback (carrying our message id) settles the message
- * first and the worker never sends it again; an answered transient failure (5xx) keeps the short backoff.
+ * first and the worker never sends it again. A 2xx without a message id is treated the same; an answered transient
+ * failure (5xx) keeps the short backoff.
  */
 describe("a provider call that gets no answer", () => {
   let h: Harness;
@@ -50,17 +51,18 @@ describe("a provider call that gets no answer", () => {
     return { org, id: res.body.id };
   }
 
-  it("waits for the provider's status callback instead of sending again after 1 s", async function () {
-    this.timeout(60_000);
-    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1 }); // answered after the 1 s timeout: accepted all the same
-    const { id } = await sendTo();
+  /**
+   * The send's first call went unanswered (`code`): its retry is scheduled RETRY_MS out, the accepted request's callback
+   * settles it first (sent once, with the provider's id), and the record no longer shows the attempt's error.
+   */
+  async function settledByTheCallback(code: string): Promise<void> {
+    const { org, id } = await sendTo();
     const decided = await retryOf(id);
     // Either the retry is scheduled RETRY_MS out, or the provider's callback already settled the message.
     if (decided.status === "pending") {
-      expect(decided.error_code).to.equal("timeout");
+      expect(decided.error_code).to.equal(code);
       expect(decided.delay_ms).to.be.at.least(RETRY_MS - 10);
     }
-    // The accepted request's callback settles it: sent once, with the provider's id.
     const sent = await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === id)[0], 30_000);
     expect(sent.data.providerMessageId).to.be.a("string");
     // Past the retry's due time (as first decided) the worker finds the message settled and does not call the
@@ -69,6 +71,22 @@ describe("a provider call that gets no answer", () => {
     await eventually(async () => (await retryOf(id)).now_ms > dueAt + 1_000, 30_000, 100);
     expect(providerRequestsFor(h, id)).to.have.length(1);
     expect(eventsOf(h, "message.sent", (d) => d.messageId === id)).to.have.length(1);
+    // The provider had it: the record shows no error of the attempt that went unanswered.
+    const record = await api(h, org).get(`/api/v1/messages/${id}`);
+    expect([record.status, record.body.error, record.body.providerMessageId]).to.deep.equal([200, null, sent.data.providerMessageId]);
+    expect(record.body.status).to.be.oneOf(["sent", "delivered", "read"]);
+  }
+
+  it("waits for the provider's status callback instead of sending again after 1 s", async function () {
+    this.timeout(60_000);
+    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1 }); // answered after the 1 s timeout: accepted all the same
+    await settledByTheCallback("timeout");
+  });
+
+  it("waits the same after a 2xx without a message id: the provider most likely has the message", async function () {
+    this.timeout(60_000);
+    h.sim.setMode({ kind: "unreadable", times: 1 });
+    await settledByTheCallback("unreadable_success");
   });
 
   it("an answered transient failure (503) keeps the short backoff", async function () {

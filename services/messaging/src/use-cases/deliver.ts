@@ -1,6 +1,6 @@
 import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
 import { JOB_CANCELLED_FAILURE_CODE, MESSAGING_SUBJECTS, OPTED_OUT_FAILURE_CODE, TEMPLATE_JOBS_RPC } from "@platform/contracts";
-import { THROUGHPUT_ERROR_CODE } from "@platform/provider-client";
+import { THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE } from "@platform/provider-client";
 import type { MessagingContext, StageClock } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
@@ -20,6 +20,8 @@ export const THROTTLED_RETRY_MAX_MS = 2_000;
 export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
 /** The provider client's code for a call that got no answer within PROVIDER_TIMEOUT_MS (it may have been accepted). */
 export const UNANSWERED_CODE = "timeout";
+/** Transient failures after which the provider may hold the message all the same: no answer, or a 2xx without an id. */
+const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE]);
 /** The delay before the next attempt after a transient failure with provider code `code`. */
 export const transientRetryDelayMs = (attempt: number, code: string) =>
   code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
@@ -266,7 +268,7 @@ async function checkAndCall(
     await slowDownChannel(ctx.db, channel.id);
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
-  if (result.code === UNANSWERED_CODE) {
+  if (MAY_HAVE_BEEN_ACCEPTED.has(result.code)) {
     // The provider may have accepted it: give its status callback time to settle the message before sending again.
     const delayMs = Math.max(transientRetryDelayMs(attempt, result.code), ctx.env.PROVIDER_UNANSWERED_RETRY_MS);
     return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts, delayMs);

@@ -568,7 +568,8 @@ export const messagesRepository = {
    * one does: the provider had accepted a call that went unanswered);
    * the first `read` or `failed` of the batch ends it; otherwise it moves to
    * the highest of `sent` < `delivered` it was given, if above where it is.
-   * Rows are locked in id order (concurrent batches never deadlock) and read
+   * A pending (or cancelled) message the provider turns out to have accepted loses the error of its last attempt
+   * (a timeout), as `markSent` does. Rows are locked in id order (concurrent batches never deadlock) and read
    * after the lock, so concurrent batches apply one after the other. Returns
    * the changed rows with their status before the change.
    */
@@ -621,8 +622,8 @@ export const messagesRepository = {
          FROM per_msg p LEFT JOIN matched f ON f.id = p.id AND f.ord = p.stop_ord
        )
        UPDATE ${SCHEMA}.messages m SET status = d.new_status, provider_message_id = coalesce(m.provider_message_id, d.pmid),
-         error_code = CASE WHEN d.new_status = 'failed' THEN d.error_code WHEN d.old_status = 'cancelled' THEN NULL ELSE m.error_code END,
-         error_title = CASE WHEN d.new_status = 'failed' THEN d.error_title WHEN d.old_status = 'cancelled' THEN NULL ELSE m.error_title END,
+         error_code = CASE WHEN d.new_status = 'failed' THEN d.error_code WHEN d.old_status IN ('pending', 'cancelled') THEN NULL ELSE m.error_code END,
+         error_title = CASE WHEN d.new_status = 'failed' THEN d.error_title WHEN d.old_status IN ('pending', 'cancelled') THEN NULL ELSE m.error_title END,
          lease_until = NULL, next_attempt_at = NULL, updated_at = clock_timestamp()
        FROM decided d WHERE m.id = d.id AND d.new_status <> d.old_status
        RETURNING m.*, d.old_status`,
