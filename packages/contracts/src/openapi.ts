@@ -27,16 +27,23 @@ const DESCRIPTIONS: Record<number, string> = {
   403: "Forbidden",
   404: "Not found",
   409: "Conflict",
-  413: "Body over the size limit (`PAYLOAD_TOO_LARGE`)",
+  413: "Request over the size limit: the body (16 MB for `/templates/send`, 1 MB elsewhere), or the request line and headers (16 KB) (`PAYLOAD_TOO_LARGE`)",
   422: "Idempotency key reused with a different body, or on the other keyed endpoint",
   429: "Rate limited (`RATE_LIMITED`); see `Retry-After`",
   503: "A dependency is down; safe to retry",
 };
 
-/** The error answers of an operation: its own codes, and those every operation can give (no key, the rate limit, a dependency down). */
+/**
+ * Codes any request can get, whatever its operation: a request that is not readable (not HTTP/1.1, an `Expect` other
+ * than `100-continue`, not received in time), a body that is not JSON (on any method, GET included), a request over the
+ * size limits, no key, the rate limit, a dependency down.
+ */
+const EVERY_OPERATION: ErrorCode[] = ["VALIDATION_ERROR", "INVALID_JSON", "PAYLOAD_TOO_LARGE", "UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"];
+
+/** The error answers of an operation: its own codes, and those of EVERY_OPERATION. */
 function errors(codes: ErrorCode[]): RouteConfig["responses"] {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of [...codes, "UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"] as ErrorCode[]) {
+  for (const code of [...codes, ...EVERY_OPERATION]) {
     const status = statusForCode(code);
     byStatus.set(status, [...new Set([...(byStatus.get(status) ?? []), code])]);
   }

@@ -9,7 +9,10 @@ describe("OpenAPI document", () => {
   const doc = buildOpenApiDocument() as any;
 
   it("describes every /api/v1 operation with responses and the error envelope", () => {
-    expect(doc.paths["/api/v1/ping"].get.responses).to.have.keys("200", "401", "429", "503");
+    // Any request can be unreadable, carry a body that is not JSON (GET included) or be over the size limits.
+    expect(doc.paths["/api/v1/ping"].get.responses).to.have.keys("200", "400", "401", "413", "429", "503");
+    expect(doc.paths["/api/v1/contacts"].get.responses["400"].description).to.include("`INVALID_JSON`");
+    expect(doc.paths["/api/v1/analytics"].get.responses).to.include.keys("400", "413");
     expect(doc.paths["/api/v1/messages"].post.responses).to.include.keys("200", "400", "401", "402", "403", "404", "409", "413", "422", "429");
     expect(doc.paths["/api/v1/contacts"].get.parameters.map((p: { name: string }) => p.name)).to.include.members(["limit", "cursor"]);
     expect(doc.components.schemas.Error).to.be.an("object");

@@ -32,7 +32,7 @@ export class ApiError extends Error {
   static unavailable(message = "A dependency is unavailable; retry later") {
     return new ApiError("SERVICE_UNAVAILABLE", message);
   }
-  /** A request not received whole in time (the client stalled): answered with HTTP's 408, not the code's usual 400. */
+  /** A request not received whole in time (the client stalled): 400, the contract's status for the code (ADR 0024). */
   static notReceivedInTime() {
     return new ApiError("VALIDATION_ERROR", "The request was not received in time", [{ path: "request", message: "not received whole in time" }]);
   }

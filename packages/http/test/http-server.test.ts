@@ -43,9 +43,9 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
 
   const envelope = (body: string) => JSON.parse(body) as { error: { code: string; message: string; details?: Array<{ path: string; message: string }> } };
 
-  it("answers headers over 16 KB with 431 and the error envelope, and closes the connection", async () => {
+  it("answers headers over 16 KB with 413 PAYLOAD_TOO_LARGE (the contract's status for the code, not HTTP's 431) and the error envelope, and closes the connection", async () => {
     const res = await rawExchange(port, `GET /api/v1/ping HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${"k".repeat(20_000)}\r\n\r\n`);
-    expect(res.status).to.equal(431);
+    expect(res.status).to.equal(413);
     expect(res.headers).to.include({ "content-type": "application/json; charset=utf-8", connection: "close" });
     expect(Number(res.headers["content-length"])).to.equal(Buffer.byteLength(res.body));
     expect(envelope(res.body).error).to.deep.equal({ code: "PAYLOAD_TOO_LARGE", message: "The request line and headers are over 16 KB" });
@@ -53,7 +53,7 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
 
   it("answers a request line over 16 KB (a long query) the same way", async () => {
     const res = await rawExchange(port, `GET /api/v1/ping?x=${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    expect(res.status).to.equal(431);
+    expect(res.status).to.equal(413);
     expect(envelope(res.body).error.code).to.equal("PAYLOAD_TOO_LARGE");
   });
 
@@ -67,13 +67,13 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
     });
   });
 
-  it("answers a request not received whole in time with 408 VALIDATION_ERROR", async () => {
+  it("answers a request not received whole in time with 400 VALIDATION_ERROR (not HTTP's 408)", async () => {
     // A server of its own with a short timeout, checked often, so that the other tests never meet it on a slow machine.
     const slow = createHttpServer(() => handled.push("timed out"), { requestTimeout: 300, headersTimeout: 300, connectionsCheckingInterval: 50 });
     try {
       // Headers never finished: the handler never runs, node's timer refuses the request.
       const res = await rawExchange(await listen(slow), "GET /things HTTP/1.1\r\nHost: x\r\n");
-      expect(res.status).to.equal(408);
+      expect(res.status).to.equal(400);
       expect(envelope(res.body).error.code).to.equal("VALIDATION_ERROR");
     } finally {
       await close(slow);
@@ -88,9 +88,9 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
     expect(old.status).to.equal(200);
   });
 
-  it("answers an Expect other than 100-continue with 417 VALIDATION_ERROR at headers.expect", async () => {
+  it("answers an Expect other than 100-continue with 400 VALIDATION_ERROR at headers.expect (not HTTP's 417)", async () => {
     const res = await rawExchange(port, "GET / HTTP/1.1\r\nHost: x\r\nExpect: something\r\nConnection: close\r\n\r\n");
-    expect(res.status).to.equal(417);
+    expect(res.status).to.equal(400);
     expect(envelope(res.body).error).to.deep.include({ code: "VALIDATION_ERROR" });
     expect(envelope(res.body).error.details![0].path).to.equal("headers.expect");
   });
@@ -102,7 +102,7 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
       `POST /one HTTP/1.1\r\nHost: x\r\nExpect: something\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
         "GET /after-refusal HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
-    expect(res.status).to.equal(417);
+    expect(res.status).to.equal(400);
     expect(res.rest).to.match(/^HTTP\/1.1 200 OK\r\n/);
     expect(res.rest.endsWith("\r\n\r\nok")).to.equal(true);
   });

@@ -54,7 +54,7 @@ describe("startService", () => {
       expect(res.body).to.deep.equal({ greeting: "hello" });
       // A call whose headers the gateway could still read but the service cannot (the gateway adds its own): the envelope.
       const huge = await request(svc.url).get("/api/v1/greeting").set("x-internal-token", env.internalToken).set("x-padding", "p".repeat(17_000));
-      expect(huge.status).to.equal(431);
+      expect(huge.status).to.equal(413);
       expect(huge.body).to.deep.equal({ error: { code: "PAYLOAD_TOO_LARGE", message: "The request line and headers are over 16 KB" } });
     } finally {
       await svc.stop();

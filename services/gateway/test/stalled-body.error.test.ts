@@ -48,14 +48,14 @@ describe("gateway: a client that never sends the body it announced", () => {
     await h.stop();
   });
 
-  it("answers 408 VALIDATION_ERROR and closes the connection when the call runs out of time with the body unsent (503 was the service's fault)", async () => {
+  it("answers 400 VALIDATION_ERROR and closes the connection when the call runs out of time with the body unsent (503 was the service's fault)", async () => {
     const { key } = await h.organization();
     const answer = await raw(
       h.url,
       `POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"text":"x"}`,
     );
     const [head, body] = answer.split("\r\n\r\n");
-    expect(head.split("\r\n")[0]).to.equal("HTTP/1.1 408 Request Timeout");
+    expect(head.split("\r\n")[0]).to.equal("HTTP/1.1 400 Bad Request");
     expect(head.toLowerCase()).to.include("connection: close");
     expect(JSON.parse(body)).to.deep.equal({
       error: { code: "VALIDATION_ERROR", message: "The request was not received in time", details: [{ path: "request", message: "not received whole in time" }] },

@@ -103,17 +103,16 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         // The client left and its call to the service was ended for it: nobody to answer, nothing wrong upstream.
         if (incoming.upstreamCall?.clientGone) return;
         // The call ran out of time while the client had not yet sent its whole body: the client's fault, not the
-        // service's. 408, as for a request the gateway itself does not receive in time (createHttpServer).
+        // service's: 400 VALIDATION_ERROR, as for a request the gateway itself does not receive in time (createHttpServer).
         const stalled = incoming.upstreamCall?.timedOut === true && !incoming.complete;
         if (stalled) opts.log.info({ service: opts.service, path: incoming.url }, "request body not received in time");
         else opts.log.warn({ service: opts.service, err: err.message, path: incoming.url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
           // A call cut while its body was still being sent: the rest of it stays unread on the connection.
           if (!incoming.complete) res.setHeader("Connection", "close");
-          const body = stalled
-            ? JSON.stringify(ApiError.notReceivedInTime().toJSON())
-            : errorBody("SERVICE_UNAVAILABLE", `The ${opts.service} service is not available; retry later`);
-          res.writeHead(stalled ? 408 : 503, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
+          const refusal = stalled ? ApiError.notReceivedInTime() : ApiError.unavailable(`The ${opts.service} service is not available; retry later`);
+          const body = JSON.stringify(refusal.toJSON());
+          res.writeHead(refusal.status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) });
           res.end(body);
         } else if (res instanceof http.ServerResponse) {
           res.end();
