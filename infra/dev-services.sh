@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts PostgreSQL and NATS (JetStream) on this machine when they do not answer.
-# Debian/Ubuntu packages: postgresql and nats-server. Elsewhere: docker compose -f infra/docker-compose.yml up -d
+# Debian/Ubuntu packages: postgresql and nats-server. Elsewhere: docker compose -f infra/docker-compose.yml up -d postgres nats
 set -euo pipefail
 
 answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
@@ -10,7 +10,7 @@ if ! answers 127.0.0.1 5432; then
     echo "starting PostgreSQL"
     pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start
   else
-    echo "PostgreSQL is not running and pg_ctlcluster is missing: apt-get install postgresql, or use infra/docker-compose.yml" >&2
+    echo "PostgreSQL is not running and pg_ctlcluster is missing: apt-get install postgresql, or docker compose -f infra/docker-compose.yml up -d postgres nats" >&2
     exit 1
   fi
 fi
@@ -21,7 +21,7 @@ if ! answers 127.0.0.1 4222; then
     mkdir -p /var/lib/nats-server
     start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server
   else
-    echo "NATS is not running and nats-server is missing: apt-get install nats-server, or use infra/docker-compose.yml" >&2
+    echo "NATS is not running and nats-server is missing: apt-get install nats-server, or docker compose -f infra/docker-compose.yml up -d postgres nats" >&2
     exit 1
   fi
 fi

@@ -17,6 +17,21 @@ const SERVICES: Record<string, string> = {
   analytics: "analytics",
 };
 const INTERNAL = Object.keys(SERVICES).filter((s) => s !== "gateway");
+/**
+ * Postgres connections one replica may open (@platform/db, @platform/bus): TypeORM's pool (10, the gateway 20), the
+ * hot-statement pool (4) of a service with an outbox or prepared statements, the bulk pool (4) of the pipeline's
+ * set-based writes (messaging, contacts, the dispatcher), and the outbox relay's own connection (1).
+ */
+const DB_CONNECTIONS_PER_REPLICA: Record<string, number> = {
+  gateway: 20 + 4 + 1,
+  messaging: 10 + 4 + 4 + 1,
+  contacts: 10 + 4 + 4 + 1,
+  "webhook-dispatcher": 10 + 4 + 4,
+  "template-jobs": 10 + 4 + 1,
+  analytics: 10,
+};
+/** Left for the operator, streaming replication and a superuser session. */
+const POSTGRES_RESERVED_CONNECTIONS = 20;
 /** Shutdown budget of a service process after SIGTERM (@platform/runtime Lifecycle). */
 const PROCESS_DRAIN_S = 10;
 const SENSITIVE = /TOKEN|SECRET|PASSWORD|DATABASE_URL/;
@@ -153,7 +168,7 @@ for (const overlay of OVERLAYS) {
       const deny = all("NetworkPolicy").find((p) => Object.keys(p.spec.podSelector).length === 0 && !p.spec.ingress && !p.spec.egress);
       expect(deny?.spec.policyTypes).to.have.members(["Ingress", "Egress"]);
       const ingress = all("Ingress");
-      expect(ingress.flatMap((i) => i.spec.rules.flatMap((r: any) => r.http.paths.map((p: any) => p.backend.service.name)))).to.deep.equal(["gateway"]);
+      expect([...new Set(ingress.flatMap((i) => i.spec.rules.flatMap((r: any) => r.http.paths.map((p: any) => p.backend.service.name))))]).to.deep.equal(["gateway"]);
       const fromIngressController = all("NetworkPolicy").filter((p) =>
         (p.spec.ingress ?? []).some((r: any) => (r.from ?? []).some((f: any) => f.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] === "ingress-nginx")),
       );
@@ -240,6 +255,31 @@ for (const overlay of OVERLAYS) {
         const known = new Set([...Object.keys(schema.shape), "DB_USER", "DB_PASSWORD"]);
         expect(Object.keys(env).filter((k) => !known.has(k)), `${name}: variables it does not read`).to.deep.equal([]);
       }
+    });
+
+    it("routes only the gateway's public paths (not /metrics) and lets through the contract's largest body (16 MB)", () => {
+      const ingress = one("Ingress", "gateway");
+      const paths: Array<{ path: string; pathType: string }> = ingress.spec.rules[0].http.paths;
+      const routed = (url: string) =>
+        paths.some((p) => (p.pathType === "Exact" ? url === p.path : url === p.path || url.startsWith(`${p.path}/`)));
+      for (const url of ["/api/v1/messages", "/api-reference", "/api-reference/openapi.json", "/admin/v1/organizations", "/provider/webhooks", "/console/", "/healthz", "/readyz"]) {
+        expect(routed(url), url).to.equal(true);
+      }
+      for (const url of ["/metrics", "/", "/metricsx", "/internal"]) expect(routed(url), url).to.equal(false);
+      expect((ingress.metadata as { annotations?: Record<string, string> }).annotations?.["nginx.ingress.kubernetes.io/proxy-body-size"]).to.equal("16m");
+    });
+
+    it("keeps every role's Postgres connections at its HPA maximum plus a rollout's surge under its connectionLimit, and their sum under max_connections", () => {
+      const cluster = one("Cluster", "postgres");
+      const limitOf = (role: string) => cluster.spec.managed.roles.find((r: any) => r.name === role).connectionLimit as number;
+      let total = 0;
+      for (const [name, role] of Object.entries(SERVICES)) {
+        const replicas = one("HorizontalPodAutoscaler", name).spec.maxReplicas + deployment(name).spec.strategy.rollingUpdate.maxSurge;
+        const connections = replicas * DB_CONNECTIONS_PER_REPLICA[name];
+        expect(connections, `${name}: ${replicas} replicas × ${DB_CONNECTIONS_PER_REPLICA[name]} connections`).to.be.at.most(limitOf(role));
+        total += connections;
+      }
+      expect(total + POSTGRES_RESERVED_CONNECTIONS, "every role at its maximum").to.be.at.most(Number(cluster.spec.postgresql.parameters.max_connections));
     });
 
     it("gives every service its own database role, managed by the Postgres Cluster and created in roles.sql", () => {

@@ -254,7 +254,7 @@ export async function checkDependencies(databaseUrl: string, natsUrl: string, wa
       if (Date.now() > deadline) {
         return (
           `${t.what} does not answer at ${t.host}:${t.port}: start it with \`bash infra/dev-services.sh\` ` +
-          `(or \`docker compose -f infra/docker-compose.yml up -d\`, or install the OS package: postgresql / nats-server with -js)`
+          `(or \`docker compose -f infra/docker-compose.yml up -d postgres nats\`, or install the OS package: postgresql / nats-server with -js)`
         );
       }
       await new Promise((r) => setTimeout(r, 250));
