@@ -95,16 +95,16 @@ export const envBoolean = (def: boolean) =>
 
 export const envPort = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
 
-/** Comma-separated non-negative integers, e.g. `5000,300000,1800000`. */
-export const envIntList = (def: string) =>
+/** Comma-separated non-negative decimal integers of at most `max`, e.g. `5000,300000,1800000`. */
+export const envIntList = (def: string, max: number) =>
   z
     .string()
     .default(def)
     .transform((s, ctx) => {
       const parts = s.split(",").map((p) => p.trim());
       const nums = parts.map(Number);
-      if (parts.some((p) => p === "") || nums.some((n) => !Number.isInteger(n) || n < 0)) {
-        ctx.addIssue({ code: "custom", message: "must be comma-separated non-negative integers" });
+      if (parts.some((p) => !/^\d+$/.test(p)) || nums.some((n) => n > max)) {
+        ctx.addIssue({ code: "custom", message: `must be comma-separated integers from 0 to ${max}` });
         return z.NEVER;
       }
       return nums;

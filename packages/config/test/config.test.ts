@@ -3,7 +3,7 @@ import { z } from "zod";
 import { baseEnv, ConfigError, envBoolean, envIntList, envPort, internalServiceEnv, parseEnv } from "../src";
 
 describe("parseEnv", () => {
-  const schema = z.object({ ...baseEnv, FLAG: envBoolean(false), DELAYS: envIntList("5,10"), TOKEN: z.string().min(16) });
+  const schema = z.object({ ...baseEnv, FLAG: envBoolean(false), DELAYS: envIntList("5,10", 1_000), TOKEN: z.string().min(16) });
 
   it("applies the contract defaults", () => {
     const env = parseEnv(schema, { TOKEN: "x".repeat(16) }, { exitOnError: false });
@@ -32,6 +32,14 @@ describe("parseEnv", () => {
       expect(lines.find((l) => l.includes("TOKEN"))).to.match(/TOKEN is missing/);
       expect(lines.find((l) => l.includes("DATABASE_URL"))).to.match(/DATABASE_URL is invalid/);
       expect(lines.every((l) => l.startsWith("config error [svc]: "))).to.equal(true);
+    }
+  });
+
+  it("reads a list of delays as decimal integers within its bound", () => {
+    const delays = (DELAYS: string) => parseEnv(schema, { TOKEN: "x".repeat(16), DELAYS }, { exitOnError: false, service: "svc" }).DELAYS;
+    expect(delays(" 0, 1000 ")).to.deep.equal([0, 1000]);
+    for (const bad of ["1001", "1,0x10", "1e2", "-1", "1.5", "1,,2", " "]) {
+      expect(() => delays(bad), bad).to.throw(ConfigError, "DELAYS is invalid: must be comma-separated integers from 0 to 1000");
     }
   });
 

@@ -33,9 +33,11 @@ function developmentInternalToken(databaseUrl: string): string {
 async function main(): Promise<void> {
   const databaseUrl = process.env.DATABASE_URL ?? DEFAULT_DATABASE_URL;
   const natsUrl = process.env.NATS_URL ?? DEFAULT_NATS_URL;
-  const port = Number(process.env.PORT ?? 8080);
-  // The runner's own variables first (it needs them to start anything), by the rules every service applies.
-  const portOk = Number.isInteger(port) && port >= 1 && port <= 65535;
+  const rawPort = (process.env.PORT ?? "8080").trim();
+  const port = Number(rawPort);
+  // The runner's own variables first (it needs them to start anything), by the rules every service applies: decimal
+  // digits only (Number() alone reads 0x1F90 as 8080 and 1e4 as 10000).
+  const portOk = /^\d+$/.test(rawPort) && port >= 1 && port <= 65535;
   const database = baseEnv.DATABASE_URL.safeParse(databaseUrl);
   const nats = baseEnv.NATS_URL.safeParse(natsUrl);
   const problems = [

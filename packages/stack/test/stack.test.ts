@@ -235,8 +235,8 @@ describe("npm start (the stack in the foreground)", function () {
     await eventually(() => processesOfStack().length === 0, 10_000, 200);
   });
 
-  it("names a malformed DATABASE_URL, NATS_URL or PORT, and still prints the processes' own bad variables", async () => {
-    const run = await npmStart({ DATABASE_URL: "notaurl", NATS_URL: "notaurl", PORT: "abc", RATE_LIMIT_BURST: "x" });
+  it("names a malformed DATABASE_URL, NATS_URL or PORT (hex is not a port), and still prints the processes' own bad variables", async () => {
+    const run = await npmStart({ DATABASE_URL: "notaurl", NATS_URL: "notaurl", PORT: "0x1F90", RATE_LIMIT_BURST: "x" });
     expect(await run.exited).to.equal(78);
     const out = run.output();
     expect(out).to.match(/config error \[stack\]: PORT is invalid/);

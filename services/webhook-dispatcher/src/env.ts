@@ -5,8 +5,8 @@ import { envBoolean, envIntList } from "@platform/config";
 export const envShape = {
   /** `true` lets webhook URLs use `http:` and loopback/private/link-local addresses (development and tests only). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: envBoolean(false),
-  /** Delays before retry 1, 2 and 3 of a failed delivery, in ms (one value per retry). */
-  WEBHOOK_RETRY_DELAYS_MS: envIntList("5000,300000,1800000").refine((l) => l.length >= 1 && l.length <= 10, "must list 1 to 10 delays"),
+  /** Delays before retry 1, 2 and 3 of a failed delivery, in ms (one value per retry), each at most a day. */
+  WEBHOOK_RETRY_DELAYS_MS: envIntList("5000,300000,1800000", 86_400_000).refine((l) => l.length >= 1 && l.length <= 10, "must list 1 to 10 delays"),
   /** Response timeout of one delivery attempt (connect, headers and body), in ms. */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
   /**

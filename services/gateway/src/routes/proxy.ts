@@ -105,8 +105,8 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
         // The call ran out of time while the client had not yet sent its whole body: the client's fault, not the
         // service's: 400 VALIDATION_ERROR, as for a request the gateway itself does not receive in time (createHttpServer).
         const stalled = incoming.upstreamCall?.timedOut === true && !incoming.complete;
-        if (stalled) opts.log.info({ service: opts.service, path: incoming.url }, "request body not received in time");
-        else opts.log.warn({ service: opts.service, err: err.message, path: incoming.url }, "upstream service unavailable");
+        if (stalled) opts.log.info({ upstream: opts.service, path: incoming.url }, "request body not received in time");
+        else opts.log.warn({ upstream: opts.service, err: err.message, path: incoming.url }, "upstream service unavailable");
         if (res instanceof http.ServerResponse && !res.headersSent) {
           // A call cut while its body was still being sent: the rest of it stays unread on the connection.
           if (!incoming.complete) res.setHeader("Connection", "close");
@@ -135,7 +135,7 @@ export function proxyTo(target: string | undefined, opts: ProxyOptions): ProxyHa
       // One line per second at most: a stalled service would otherwise add a line per refused call.
       if (Date.now() - lastWarned >= 1_000) {
         lastWarned = Date.now();
-        opts.log.warn({ service: opts.service, inFlight }, "upstream service busy: calls refused with 503");
+        opts.log.warn({ upstream: opts.service, inFlight }, "upstream service busy: calls refused with 503");
       }
       unavailable(res, `The ${opts.service} service is busy; retry later`, { "Retry-After": "1" });
       return;
