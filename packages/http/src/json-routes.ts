@@ -17,6 +17,17 @@ export interface JsonRequest {
   /** Set by the gateway; undefined on calls without an organization. */
   organizationId: string | undefined;
   requestId: string;
+  /** True once the caller closed the connection before the answer (the gateway's call timed out, its client left). */
+  abandoned(): boolean;
+}
+
+/** `abandoned` of a request: its connection closed before the answer was written in full. */
+function abandonedOf(res: ServerResponse): () => boolean {
+  let closedEarly = false;
+  res.once("close", () => {
+    if (!res.writableFinished) closedEarly = true;
+  });
+  return () => closedEarly;
 }
 
 export interface JsonAnswer {
@@ -61,6 +72,7 @@ export function mountJsonRoute(router: Router, route: JsonRoute): void {
       body: req.body,
       organizationId: typeof res.locals.organizationId === "string" ? res.locals.organizationId : undefined,
       requestId: String(res.locals.requestId),
+      abandoned: abandonedOf(res),
     });
     if (answer.headers) for (const [k, v] of Object.entries(answer.headers)) res.setHeader(k, v);
     res.status(answer.status).json(answer.body);
@@ -143,6 +155,7 @@ export function createServiceListener(opts: {
       throw new ApiError("UNAUTHORIZED", "Internal token missing or invalid");
     }
     const organization = req.headers[INTERNAL_HEADERS.organization];
+    const abandoned = abandonedOf(res);
     const body = parseJson(await readBody(req));
     const answer = await route.handler({
       method: route.method,
@@ -150,6 +163,7 @@ export function createServiceListener(opts: {
       body,
       organizationId: typeof organization === "string" && organization ? organization : undefined,
       requestId,
+      abandoned,
     });
     send(res, requestId, answer);
   };

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { expect } from "chai";
 import express from "express";
 import request from "supertest";
@@ -43,6 +43,51 @@ function countingListener() {
 const visible = (res: request.Response) => ({ status: res.status, body: res.body, type: res.headers["content-type"], replayed: res.headers["idempotent-replayed"] });
 
 describe("JSON routes: the fast path and express answer alike", () => {
+  it("tells the handler, on both paths, when the caller closed the connection before the answer", async () => {
+    const seen: Array<{ path: string; before: boolean; after: boolean }> = [];
+    let callerGone!: () => void;
+    const waiting: JsonRoute = {
+      method: "POST",
+      path: "/api/v1/wait",
+      async handler(req) {
+        const before = req.abandoned();
+        await new Promise<void>((resolve) => (callerGone = resolve));
+        // The close reaches the server a moment after the client's abort: looked for until it does (or the deadline).
+        for (const deadline = Date.now() + 10_000; !req.abandoned() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+        seen.push({ path: req.headers["x-path"] as string, before, after: req.abandoned() });
+        return { status: 200, body: {} };
+      },
+    };
+    const server = createServer(createServiceHandler({ service: "t", log, internalToken: TOKEN, readiness: {}, routes: express.Router(), jsonRoutes: [waiting] }));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      for (const [kind, path] of [["fast", "/api/v1/wait"], ["express", "/api/v1/wait/"]]) {
+        const abort = new AbortController();
+        const call = fetch(`http://127.0.0.1:${port}${path}`, { method: "POST", headers: { ...internal, "content-type": "application/json", "x-path": kind }, body: "{}", signal: abort.signal }).catch(() => undefined);
+        for (const deadline = Date.now() + 10_000; !callerGone && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+        abort.abort();
+        await call;
+        const release = callerGone;
+        callerGone = undefined as unknown as () => void;
+        release();
+        for (const deadline = Date.now() + 15_000; seen.length < (kind === "fast" ? 1 : 2) && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      }
+      expect(seen).to.deep.equal([
+        { path: "fast", before: false, after: true },
+        { path: "express", before: false, after: true },
+      ]);
+      // An answered call was never abandoned.
+      const answered: boolean[] = [];
+      const plain = createServiceHandler({ service: "t", log, internalToken: TOKEN, readiness: {}, routes: express.Router(), jsonRoutes: [{ method: "POST", path: "/api/v1/plain", async handler(req) { answered.push(req.abandoned()); return { status: 200, body: {} }; } }] });
+      await request(plain).post("/api/v1/plain").set(internal).send({}).expect(200);
+      expect(answered).to.deep.equal([false]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it("serves the exact path on the fast path and every variant on express, with the same answers", async () => {
     const { listener, reached } = countingListener();
     const fast = await request(listener).post("/api/v1/things").set(internal).set("Idempotency-Key", "k1").send({ name: "a" });

@@ -4,6 +4,8 @@ import { newId } from "@platform/id";
 import { contextOf, reservePacingSlots } from "../src/service";
 import { channelsRepository } from "../src/db/repositories/channels.repository";
 import { attemptSend } from "../src/use-cases/deliver";
+import { sendMessage } from "../src/use-cases/send-message";
+import type { ApiError } from "@platform/http";
 import {
   api,
   createChannel,
@@ -163,6 +165,27 @@ describe("POST /api/v1/messages (errors)", () => {
       checker.isOptedOut = original;
     }
     expect(checks, "no second check").to.equal(0);
+  });
+
+  it("a send without a key whose caller left before the provider call ends cancelled, never sent; one whose caller stayed is sent", async () => {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    const ctx = contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps);
+    // What the route passes for a request without an Idempotency-Key whose connection closed (the gateway answered 503).
+    const left = await sendMessage(ctx, org, { to: phone, text: "nobody waits", messagingChannelId: channel.id }, newId("message"), () => true).then(
+      () => expect.fail("answered as sent"),
+      (err: ApiError) => err,
+    );
+    expect([left.status, left.code]).to.deep.equal([503, "SERVICE_UNAVAILABLE"]);
+    const [row] = await ctx.db.query(`SELECT id, status, error_code FROM messaging.messages WHERE organization_id = $1 AND text = 'nobody waits'`, [org]);
+    expect([row.status, row.error_code]).to.deep.equal(["cancelled", "request_abandoned"]);
+    expect(providerRequestsFor(h, row.id)).to.have.length(0);
+    // The caller still there: sent.
+    const stayed = await sendMessage(ctx, org, { to: phone, text: "someone waits", messagingChannelId: channel.id }, newId("message"), () => false);
+    expect(stayed.body.providerMessageId).to.be.a("string");
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === row.id), "no event for the cancelled send").to.have.length(0);
   });
 
   it("a send whose opt-out came while it waited in its request for a pacing slot answers 403 CONTACT_OPTED_OUT, never sent", async () => {

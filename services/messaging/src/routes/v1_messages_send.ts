@@ -18,7 +18,9 @@ export function v1MessagesSend(ctx: MessagingContext): JsonRoute {
         organizationId,
         key,
         req.body ?? null,
-        (messageId) => sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req), messageId),
+        // Without a key, a caller that left is sent nothing: it was told nothing (503 at the gateway) and will retry.
+        // With one, its retry finds this request's message and answers it, so the send goes on.
+        (messageId) => sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req), messageId, key === undefined ? req.abandoned : undefined),
         (messageId) => answerOfStoredSend(ctx, organizationId, messageId),
       );
       return { status: answer.status, body: answer.body, headers: answer.replayed ? { "Idempotent-Replayed": "true" } : undefined };

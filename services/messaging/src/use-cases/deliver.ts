@@ -122,6 +122,8 @@ const JOB_STATE_UNKNOWN = { code: "job_state_unavailable", title: "The template 
 const JOB_PAUSED = { code: "job_paused", title: "The template job is paused; sent when it resumes" };
 export const JOB_CANCELLED = { code: JOB_CANCELLED_FAILURE_CODE, title: "The template job was cancelled before this send reached the provider" };
 export const JOB_FAILED = { code: "job_failed", title: "The template job ended (its template was disabled or rejected) before this send reached the provider" };
+/** A send without an Idempotency-Key whose caller left (or whose gateway call timed out, answered 503) before it reached the provider. */
+export const REQUEST_ABANDONED = { code: "request_abandoned", title: "The request was abandoned before the send reached the provider; nothing was sent" };
 /** A retried send whose job state did not answer asks again after this long. */
 const JOB_STATE_RETRY_MS = 2_000;
 /** A paused job's retried send looks again after this long. */
@@ -158,7 +160,15 @@ function callProvider(ctx: MessagingContext, channel: ChannelRow, message: Messa
 export async function attemptSend(
   ctx: MessagingContext,
   message: MessageRow,
-  opts: { enqueueRetry: boolean; channel?: ChannelRow; paceWaitMs?: number; jobSpacingMs?: number; stages?: StageClock },
+  opts: {
+    enqueueRetry: boolean;
+    channel?: ChannelRow;
+    paceWaitMs?: number;
+    jobSpacingMs?: number;
+    stages?: StageClock;
+    /** The request path of a send without an Idempotency-Key: true once its caller is gone (see checkAndCall). */
+    abandoned?: () => boolean;
+  },
 ): Promise<AttemptOutcome> {
   const attempt = message.attempts;
   const channel = opts.channel ?? (await channelsRepository.findById(ctx.db, message.organization_id, message.channel_id));
@@ -228,9 +238,12 @@ async function checkAndCall(
   channel: ChannelRow,
   attempt: number,
   waited: boolean,
-  opts: { enqueueRetry: boolean; stages?: StageClock },
+  opts: { enqueueRetry: boolean; stages?: StageClock; abandoned?: () => boolean },
   jobTurn: { called(): void } | undefined,
 ): Promise<AttemptOutcome> {
+  // The caller of a send without a key left before the send reached the provider: it got no answer (the gateway's is
+  // 503, "safe to retry"), so it will send again; this one ends `cancelled`, never sent (a retry is the only send).
+  if (opts.abandoned?.()) return recordCancelled(ctx, message, attempt, REQUEST_ABANDONED);
 
   // Read-your-writes for opt-outs (contract section 2): once `set` has answered, nothing reaches the provider for that
   // number on that channel, also a send accepted before it and still waiting. A send that never waited was checked

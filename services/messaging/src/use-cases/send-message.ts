@@ -17,7 +17,14 @@ export type SendMessageResult = { status: 200; body: MessageResponse };
  * provider answered, the lease runs out and the stalled-send sweep hands the
  * message to the retry worker (work.messaging.send.v1), which sends it once.
  */
-export async function sendMessage(ctx: MessagingContext, organizationId: string, input: SendMessageRequest, messageId = newId("message")): Promise<SendMessageResult> {
+export async function sendMessage(
+  ctx: MessagingContext,
+  organizationId: string,
+  input: SendMessageRequest,
+  messageId = newId("message"),
+  /** A request without an Idempotency-Key: true once its caller left; a send not yet at the provider then ends `cancelled`. */
+  abandoned?: () => boolean,
+): Promise<SendMessageResult> {
   const phone = normalizePhone(input.to);
   if (!phone) throw ApiError.validation([{ path: "to", message: "is not a valid phone number" }]);
 
@@ -66,7 +73,7 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
     // Single sends go before this process's bulk (template) sends on the channel: take the earliest bulk slot held here, if
     // any starts before ours (ADR 0003). Beyond the wait a request may take, the send goes to the worker as it is.
     const waitMs = paceWaitMs <= MAX_PACING_WAIT_MS ? ctx.bulkPacer.yieldTo(channel.id, paceWaitMs) : paceWaitMs;
-    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs: waitMs, stages });
+    outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs: waitMs, stages, abandoned });
   } catch (err) {
     // The message and its work item are stored: the worker sends it once this attempt's lease ends.
     ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; left to the retry worker");
@@ -81,6 +88,8 @@ export async function sendMessage(ctx: MessagingContext, organizationId: string,
       return { status: 200, body: { ...base, providerMessageId: null } };
     case "settled":
       if (outcome.message?.status === "failed") throw failedSend(outcome.message);
+      // Its caller left before the send (nobody reads this answer); what it would have been told: nothing was sent.
+      if (outcome.message?.status === "cancelled") throw ApiError.unavailable("The request was abandoned before the send; nothing was sent; retry");
       return { status: 200, body: { ...base, providerMessageId: outcome.message?.provider_message_id ?? null } };
   }
 }
