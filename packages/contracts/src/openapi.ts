@@ -101,7 +101,7 @@ export function buildOpenApiDocument(opts: { serverUrl?: string } = {}) {
     description:
       "Stores the message and hands it to the provider. Outside the 24-hour service window an approved template must be used instead. " +
       "When the provider is slow or failing transiently the answer is 200 with `providerMessageId: null` and the send is retried in the background. " +
-      "A send without an `Idempotency-Key` whose caller leaves (or is answered 503 because the service did not answer in time) before the send reaches the provider is not sent: send it again. " +
+      "A send without an `Idempotency-Key` whose caller gets no answer (it leaves, or is answered 503 because the service stalled or died) before the send reaches the provider is not sent: send it again. " +
       "With a key, a retry answers the first request's message, so a message is sent once whatever the network did.",
     tags: ["Messages"],
     security,

@@ -27,6 +27,15 @@ describe("POST /api/v1/messages (errors)", () => {
 
   const requestsSoFar = () => h.sim.requests.length;
 
+  /** A new organization's channel, a contact whose service window on it is open, and the service's context. */
+  async function windowOpen() {
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    return { org, channel, phone, ctx: contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps) };
+  }
+
   it("validates to and text with VALIDATION_ERROR details", async () => {
     const org = newOrg();
     const cases: Array<[unknown, string]> = [
@@ -168,11 +177,7 @@ describe("POST /api/v1/messages (errors)", () => {
   });
 
   it("a send without a key whose caller left before the provider call ends cancelled, never sent; one whose caller stayed is sent", async () => {
-    const org = newOrg();
-    const channel = await createChannel(h, org);
-    const phone = uniquePhone();
-    await receiveInbound(h, channel, phone);
-    const ctx = contextOf((h.svc as unknown as { deps: Parameters<typeof contextOf>[0] }).deps);
+    const { org, channel, phone, ctx } = await windowOpen();
     // What the route passes for a request without an Idempotency-Key whose connection closed (the gateway answered 503).
     const left = await sendMessage(ctx, org, { to: phone, text: "nobody waits", messagingChannelId: channel.id }, newId("message"), () => true).then(
       () => expect.fail("answered as sent"),
@@ -186,6 +191,30 @@ describe("POST /api/v1/messages (errors)", () => {
     const stayed = await sendMessage(ctx, org, { to: phone, text: "someone waits", messagingChannelId: channel.id }, newId("message"), () => false);
     expect(stayed.body.providerMessageId).to.be.a("string");
     expect(eventsOf(h, "message.sent", (d) => d.messageId === row.id), "no event for the cancelled send").to.have.length(0);
+  });
+
+  it("a request whose attempt fails unexpectedly answers 200 only once the worker owns the send, which sends it once", async () => {
+    const { org, channel, phone, ctx } = await windowOpen();
+    const spacer = ctx.spacer;
+    const original = spacer.turn;
+    let failed = 0;
+    // The attempt breaks after storing the message and before its provider call (once, for this channel only).
+    spacer.turn = function (channelId, ...rest) {
+      if (channelId === channel.id && failed++ === 0) return Promise.reject(new Error("unexpected"));
+      return original.call(this, channelId, ...rest);
+    };
+    try {
+      const res = await sendMessage(ctx, org, { to: phone, text: "handed over", messagingChannelId: channel.id });
+      expect([res.status, res.body.providerMessageId]).to.deep.equal([200, null]);
+      // Sent by the worker's attempt (the second): not left under its request's lease, which the sweep would take for a
+      // send whose request died unanswered, and cancel.
+      await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === res.body.id).length === 1, 20_000);
+      expect(providerRequestsFor(h, res.body.id)).to.have.length(1);
+      const [row] = await ctx.db.query(`SELECT attempts FROM messaging.messages WHERE id = $1`, [res.body.id]);
+      expect(row.attempts).to.equal(2);
+    } finally {
+      spacer.turn = original;
+    }
   });
 
   it("a send whose opt-out came while it waited in its request for a pacing slot answers 403 CONTACT_OPTED_OUT, never sent", async () => {

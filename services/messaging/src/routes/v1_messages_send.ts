@@ -2,7 +2,7 @@ import { IdempotencyKey, SendMessageRequest } from "@platform/contracts";
 import { headerOf, organizationFrom, parseBody, parseValue, type JsonRoute } from "@platform/http";
 import type { MessagingContext } from "../context";
 import { withIdempotency } from "../use-cases/idempotency";
-import { answerOfStoredSend, sendMessage } from "../use-cases/send-message";
+import { sendMessage, takeOverStoredSend } from "../use-cases/send-message";
 
 /** POST /api/v1/messages (with optional `Idempotency-Key`): the send path's hot route, so a JSON route (fast path). */
 export function v1MessagesSend(ctx: MessagingContext): JsonRoute {
@@ -21,7 +21,7 @@ export function v1MessagesSend(ctx: MessagingContext): JsonRoute {
         // Without a key, a caller that left is sent nothing: it was told nothing (503 at the gateway) and will retry.
         // With one, its retry finds this request's message and answers it, so the send goes on.
         (messageId) => sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req), messageId, key === undefined ? req.abandoned : undefined),
-        (messageId) => answerOfStoredSend(ctx, organizationId, messageId),
+        (messageId) => takeOverStoredSend(ctx, organizationId, messageId),
       );
       return { status: answer.status, body: answer.body, headers: answer.replayed ? { "Idempotent-Replayed": "true" } : undefined };
     },

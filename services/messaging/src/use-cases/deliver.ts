@@ -313,6 +313,14 @@ function recordCancelled(ctx: MessagingContext, message: MessageRow, attempt: nu
   });
 }
 
+/**
+ * Hands a message whose request answers 200 to the worker, now: its lease is cleared, so the stalled-send sweep sees an
+ * answered send (sent by the worker), never an abandoned one. `settled` when it is no longer pending.
+ */
+export function handToWorker(ctx: MessagingContext, message: MessageRow, error: { code: string; title: string }): Promise<AttemptOutcome> {
+  return recordTransient(ctx, message, message.attempts, error, { enqueueRetry: true }, 0);
+}
+
 /** A leased attempt that will not call the provider now (no pacing slot in time): the worker takes the message after `delayMs`. */
 export function deferToWorker(ctx: MessagingContext, message: MessageRow, delayMs: number): Promise<AttemptOutcome> {
   return recordTransient(ctx, message, message.attempts, PACED, { enqueueRetry: true }, delayMs);
@@ -365,6 +373,11 @@ export async function processSendWork(ctx: MessagingContext, messageId: string):
       // callback settles it first and the customer is not sent it twice.
       const due = row.lease_until.getTime() + ctx.env.PROVIDER_UNANSWERED_RETRY_MS;
       if (due > now) return { kind: "wait", delayMs: Math.min(60_000, due - now + 10) } as const;
+      // A single send's first attempt is its request's: every answer the request gives clears the lease first (sent,
+      // failed, handed to the worker). So its request died unanswered: the caller was told 503 ("safe to retry") or
+      // nothing, and sends again; this one is not sent (ADR 0025). A retry with the request's Idempotency-Key revives
+      // it (takeOverStoredSend).
+      if (row.attempts === 1 && row.template_job_id === null) return { kind: "abandoned", row } as const;
     }
     if (row.next_attempt_at && row.next_attempt_at.getTime() > now) {
       return { kind: "wait", delayMs: Math.min(60_000, row.next_attempt_at.getTime() - now + 10) } as const;
@@ -373,6 +386,11 @@ export async function processSendWork(ctx: MessagingContext, messageId: string):
   });
   if (decision.kind === "done") return;
   if (decision.kind === "wait") throw new RetryableError("message not due yet", Math.max(10, decision.delayMs));
+  if (decision.kind === "abandoned") {
+    const cancelled = await recordCancelled(ctx, decision.row, decision.row.attempts, REQUEST_ABANDONED);
+    if (cancelled.kind === "settled" && cancelled.message) ctx.log.warn({ messageId: messageId }, "send whose request died unanswered cancelled, never sent");
+    return;
+  }
   const outcome = await attemptSend(ctx, decision.row, { enqueueRetry: false });
   if (outcome.kind === "retry") throw new RetryableError("provider send failed transiently", outcome.delayMs);
 }

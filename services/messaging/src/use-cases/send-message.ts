@@ -3,11 +3,15 @@ import { ApiError } from "@platform/http";
 import { newId } from "@platform/id";
 import { StageClock, type MessagingContext } from "../context";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
-import { attemptSend, leaseMs, MAX_PACING_WAIT_MS } from "./deliver";
+import { enqueue } from "@platform/bus";
+import { attemptSend, handToWorker, leaseMs, MAX_PACING_WAIT_MS, REQUEST_ABANDONED, sendWorkItem } from "./deliver";
 
 export { SERVICE_WINDOW_MS } from "./send-lookups";
 
 export type SendMessageResult = { status: 200; body: MessageResponse };
+
+const ATTEMPT_FAILED = { code: "attempt_failed", title: "The request's attempt failed unexpectedly; the retry worker sends it" };
+const TAKEN_OVER = { code: "request_died", title: "The request that stored it died; its Idempotency-Key's retry handed it to the retry worker" };
 
 /**
  * POST /api/v1/messages: channel → opt-out (over the bus, fail closed) →
@@ -75,9 +79,14 @@ export async function sendMessage(
     const waitMs = paceWaitMs <= MAX_PACING_WAIT_MS ? ctx.bulkPacer.yieldTo(channel.id, paceWaitMs) : paceWaitMs;
     outcome = await attemptSend(ctx, stored, { enqueueRetry: true, channel, paceWaitMs: waitMs, stages, abandoned });
   } catch (err) {
-    // The message and its work item are stored: the worker sends it once this attempt's lease ends.
-    ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; left to the retry worker");
-    return { status: 200, body: { ...base, providerMessageId: null } };
+    ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; handing it to the retry worker");
+    // Answered 200 only once the worker owns the message (or the provider has it): a send left under its request's
+    // lease would be taken for one whose request died unanswered, and not sent (ADR 0025).
+    outcome = await handToWorker(ctx, stored, ATTEMPT_FAILED).catch(() => undefined);
+    if (!outcome) {
+      if (ctx.accepted.has(stored.id)) return { status: 200, body: { ...base, providerMessageId: null } };
+      throw ApiError.unavailable("The send could not be completed; nothing was sent; retry");
+    }
   }
   switch (outcome.kind) {
     case "sent":
@@ -92,6 +101,26 @@ export async function sendMessage(
       if (outcome.message?.status === "cancelled") throw ApiError.unavailable("The request was abandoned before the send; nothing was sent; retry");
       return { status: 200, body: { ...base, providerMessageId: outcome.message?.provider_message_id ?? null } };
   }
+}
+
+/**
+ * The retry of a request with an Idempotency-Key whose first request died (the key's takeover): the message that
+ * request stored is the answer, and it is sent once. Still under the dead request's lease, it is handed to the worker
+ * now; already cancelled as abandoned by the stalled-send sweep (ADR 0025: it could not know the request had a key),
+ * it is revived and handed over. Undefined when no such message exists.
+ */
+export async function takeOverStoredSend(ctx: MessagingContext, organizationId: string, messageId: string): Promise<{ status: number; body: unknown } | undefined> {
+  const [m] = await messagesRepository.findByIds(ctx.db, organizationId, [messageId]);
+  if (!m) return undefined;
+  if (m.status === "pending" && m.lease_until !== null && m.attempts === 1 && m.template_job_id === null) {
+    await handToWorker(ctx, m, TAKEN_OVER);
+  } else if (m.status === "cancelled" && m.error_code === REQUEST_ABANDONED.code && m.template_job_id === null) {
+    await ctx.db.transaction(async (tx) => {
+      const revived = await messagesRepository.reviveAbandoned(tx, m.id);
+      if (revived) await enqueue(tx, "messaging", [sendWorkItem(revived, revived.attempts)]);
+    });
+  }
+  return answerOfStoredSend(ctx, organizationId, messageId);
 }
 
 /**

@@ -489,6 +489,20 @@ export const messagesRepository = {
     return rows[0];
   },
 
+  /**
+   * A single send the stalled-send sweep cancelled because its request died unanswered (`request_abandoned`), whose
+   * request's Idempotency-Key has now come back: pending again, due now (the worker's next attempt sends it).
+   */
+  async reviveAbandoned(q: Queryable, id: string): Promise<MessageRow | undefined> {
+    const rows = await run(q,
+      `UPDATE ${SCHEMA}.messages SET status = 'pending', error_code = NULL, error_title = NULL, lease_until = NULL,
+         next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
+       WHERE id = $1 AND status = 'cancelled' AND error_code = 'request_abandoned' AND template_job_id IS NULL RETURNING *`,
+      [id],
+    );
+    return rows[0];
+  },
+
   async markFailed(q: Queryable, id: string, attempt: number, error: { code: string; title: string }): Promise<MessageRow | undefined> {
     return messagesRepository.settleUnsent(q, id, attempt, "failed", error);
   },
