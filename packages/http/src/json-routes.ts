@@ -21,13 +21,9 @@ export interface JsonRequest {
   abandoned(): boolean;
 }
 
-/** `abandoned` of a request: its connection closed before the answer was written in full. */
+/** `abandoned` of a request: its connection closed (node destroys the answer with it) before the answer was written in full. */
 function abandonedOf(res: ServerResponse): () => boolean {
-  let closedEarly = false;
-  res.once("close", () => {
-    if (!res.writableFinished) closedEarly = true;
-  });
-  return () => closedEarly;
+  return () => res.destroyed && !res.writableFinished;
 }
 
 export interface JsonAnswer {

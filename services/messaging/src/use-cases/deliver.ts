@@ -314,16 +314,12 @@ function recordCancelled(ctx: MessagingContext, message: MessageRow, attempt: nu
 }
 
 /**
- * Hands a message whose request answers 200 to the worker, now: its lease is cleared, so the stalled-send sweep sees an
- * answered send (sent by the worker), never an abandoned one. `settled` when it is no longer pending.
+ * A leased attempt that will not call the provider now (no pacing slot in time, or it failed unexpectedly): the worker
+ * takes the message after `delayMs`. Its lease is cleared, so the stalled-send sweep sees a send handed over, never one
+ * whose request died unanswered (ADR 0025). `settled` when it is no longer pending.
  */
-export function handToWorker(ctx: MessagingContext, message: MessageRow, error: { code: string; title: string }): Promise<AttemptOutcome> {
-  return recordTransient(ctx, message, message.attempts, error, { enqueueRetry: true }, 0);
-}
-
-/** A leased attempt that will not call the provider now (no pacing slot in time): the worker takes the message after `delayMs`. */
-export function deferToWorker(ctx: MessagingContext, message: MessageRow, delayMs: number): Promise<AttemptOutcome> {
-  return recordTransient(ctx, message, message.attempts, PACED, { enqueueRetry: true }, delayMs);
+export function deferToWorker(ctx: MessagingContext, message: MessageRow, delayMs: number, why: { code: string; title: string } = PACED): Promise<AttemptOutcome> {
+  return recordTransient(ctx, message, message.attempts, why, { enqueueRetry: true }, delayMs);
 }
 
 async function recordTransient(
@@ -388,7 +384,7 @@ export async function processSendWork(ctx: MessagingContext, messageId: string):
   if (decision.kind === "wait") throw new RetryableError("message not due yet", Math.max(10, decision.delayMs));
   if (decision.kind === "abandoned") {
     const cancelled = await recordCancelled(ctx, decision.row, decision.row.attempts, REQUEST_ABANDONED);
-    if (cancelled.kind === "settled" && cancelled.message) ctx.log.warn({ messageId: messageId }, "send whose request died unanswered cancelled, never sent");
+    if (cancelled.kind === "settled" && cancelled.message) ctx.log.warn({ messageId }, "send whose request died unanswered cancelled, never sent");
     return;
   }
   const outcome = await attemptSend(ctx, decision.row, { enqueueRetry: false });

@@ -4,7 +4,7 @@ import { newId } from "@platform/id";
 import { StageClock, type MessagingContext } from "../context";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { enqueue } from "@platform/bus";
-import { attemptSend, handToWorker, leaseMs, MAX_PACING_WAIT_MS, REQUEST_ABANDONED, sendWorkItem } from "./deliver";
+import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, REQUEST_ABANDONED, sendWorkItem } from "./deliver";
 
 export { SERVICE_WINDOW_MS } from "./send-lookups";
 
@@ -82,7 +82,7 @@ export async function sendMessage(
     ctx.log.error({ messageId: stored.id, err: (err as Error).message }, "send attempt failed unexpectedly; handing it to the retry worker");
     // Answered 200 only once the worker owns the message (or the provider has it): a send left under its request's
     // lease would be taken for one whose request died unanswered, and not sent (ADR 0025).
-    outcome = await handToWorker(ctx, stored, ATTEMPT_FAILED).catch(() => undefined);
+    outcome = await deferToWorker(ctx, stored, 0, ATTEMPT_FAILED).catch(() => undefined);
     if (!outcome) {
       if (ctx.accepted.has(stored.id)) return { status: 200, body: { ...base, providerMessageId: null } };
       throw ApiError.unavailable("The send could not be completed; nothing was sent; retry");
@@ -113,7 +113,7 @@ export async function takeOverStoredSend(ctx: MessagingContext, organizationId: 
   const [m] = await messagesRepository.findByIds(ctx.db, organizationId, [messageId]);
   if (!m) return undefined;
   if (m.status === "pending" && m.lease_until !== null && m.attempts === 1 && m.template_job_id === null) {
-    await handToWorker(ctx, m, TAKEN_OVER);
+    await deferToWorker(ctx, m, 0, TAKEN_OVER);
   } else if (m.status === "cancelled" && m.error_code === REQUEST_ABANDONED.code && m.template_job_id === null) {
     await ctx.db.transaction(async (tx) => {
       const revived = await messagesRepository.reviveAbandoned(tx, m.id);
