@@ -29,7 +29,12 @@ export type SimMode =
   | { kind: "error"; httpStatus: number; code: number; message?: string; times?: number }
   | { kind: "slow"; delayMs: number; times?: number }
   /** Accepts the message (its statuses follow) but answers 200 without `messages[0].id`: a 2xx nobody can read. */
-  | { kind: "unreadable"; times?: number };
+  | { kind: "unreadable"; times?: number }
+  /**
+   * Takes the message (its provider id is recorded at once) and holds the answer until `release()`: a test decides
+   * what happens while a send is at the provider, whatever the machine's speed.
+   */
+  | { kind: "held"; times?: number };
 
 export interface SimLogEntry {
   level: "info" | "warn";
@@ -127,6 +132,8 @@ export interface Simulator {
   /** Every `POST /:phoneNumberId/messages`, oldest first. Same array for the simulator's life. */
   readonly requests: RecordedRequest[];
   setMode(mode: SimMode): void;
+  /** Answers every request the `held` mode is holding. */
+  release(): void;
   /** Sends to this number succeed, but its status callbacks end in `failed`. */
   failNumber(phone: string): void;
   /** Posts a signed inbound message webhook; resolves with its provider message id once the gateway accepted it. */
@@ -254,6 +261,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   let mode: SimMode = { kind: "ok" };
   let closed = false;
   const failing = new Set<string>();
+  const held = new Set<() => void>();
   const requests: RecordedRequest[] = [];
   const closing = new AbortController();
 
@@ -393,6 +401,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return answer(401, graphError("Invalid OAuth access token - Cannot parse access token", 190));
     }
     const current = takeMode();
+    let wamid: string | undefined;
+    if (current.kind === "held") {
+      wamid = entry.providerMessageId = nextWamid();
+      await new Promise<void>((resolve) => held.add(resolve));
+      if (closed) return;
+    }
     if (current.kind === "error") {
       return answer(current.httpStatus, graphError(current.message ?? `Simulated error ${current.code}`, current.code));
     }
@@ -411,7 +425,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
 
     const to = digits(body.to as string);
-    const wamid = nextWamid();
+    wamid ??= nextWamid();
     entry.providerMessageId = wamid;
     answer(200, current.kind === "unreadable" ? { messaging_product: "whatsapp" } : { messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: to }], messages: [{ id: wamid }] });
     if (autoStatuses && webhookUrl && !closed) scheduleAutoStatuses(phoneNumberId, wamid, to, body.biz_opaque_callback_data);
@@ -528,6 +542,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     setMode(next) {
       mode = next.kind === "ok" ? { kind: "ok" } : { ...next };
     },
+    release() {
+      for (const answer of held) answer();
+      held.clear();
+    },
     failNumber(phone) {
       failing.add(digits(phone));
     },
@@ -601,6 +619,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     reset() {
       requests.length = 0;
       mode = { kind: "ok" };
+      sim.release();
       failing.clear();
       buckets.clear();
       outgoing.length = 0;
@@ -609,6 +628,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       if (closed) return;
       closed = true;
       closing.abort();
+      sim.release();
       if (ticker) clearInterval(ticker);
       ticker = undefined;
       buckets.clear();

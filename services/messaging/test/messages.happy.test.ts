@@ -16,6 +16,7 @@ import {
   receiveInbound,
   serviceEnv,
   sharedHarness,
+  startHarness,
   uniquePhone,
   type Harness,
 } from "./helpers/harness";
@@ -425,5 +426,45 @@ describe("POST /api/v1/messages (happy paths)", () => {
     expect(other.status).to.equal(404);
     expect(other.body.error.code).to.equal("NOT_FOUND");
     expect((await api(h, org).get("/api/v1/messages/msg_nope")).status).to.equal(404);
+  });
+});
+
+/**
+ * The provider accepted a send and reported it `failed` before its answer was recorded (its status callback came
+ * first): the caller is answered 200 with the provider's id, as for any accepted send, and the failure is told once by
+ * `message.failed`. A 400 UPSTREAM_REJECTED would say the provider refused a message it took.
+ */
+describe("POST /api/v1/messages: a failure callback that comes before the provider's answer", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    // The provider's answer is held until the test releases it: no call may time out meanwhile.
+    h = await startHarness("msgacceptedfailed", { PROVIDER_TIMEOUT_MS: "60000" });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await h.close();
+  });
+
+  it("answers 200 with the provider's id, and the message reads failed", async function () {
+    this.timeout(60_000);
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    h.sim.setMode({ kind: "held", times: 1 });
+    const answer = api(h, org).post("/api/v1/messages").send({ to: phone, text: "accepted, then failed" }).then((r) => r);
+    const call = await eventually(() => h.sim.requests.find((r) => (r.body as any)?.text?.body === "accepted, then failed"), 20_000);
+    const messageId = (call.body as { biz_opaque_callback_data: string }).biz_opaque_callback_data;
+    await h.sim.injectStatus({ phoneNumberId: channel.providerPhoneNumberId, providerMessageId: call.providerMessageId!, status: "failed", recipientId: phone, callbackData: messageId });
+    const failed = await eventually(() => eventsOf(h, "message.failed", (d) => d.messageId === messageId)[0], 20_000);
+    expect(failed.data.providerMessageId).to.equal(call.providerMessageId);
+    h.sim.release();
+    const res = await answer;
+    expect([res.status, res.body.id, res.body.providerMessageId]).to.deep.equal([200, messageId, call.providerMessageId]);
+    const record = await api(h, org).get(`/api/v1/messages/${messageId}`);
+    expect([record.body.status, record.body.providerMessageId]).to.deep.equal(["failed", call.providerMessageId]);
+    expect(eventsOf(h, "message.failed", (d) => d.messageId === messageId)).to.have.length(1);
+    expect(providerRequestsFor(h, messageId)).to.have.length(1);
   });
 });

@@ -96,7 +96,7 @@ export async function sendMessage(
     case "retry":
       return { status: 200, body: { ...base, providerMessageId: null } };
     case "settled":
-      if (outcome.message?.status === "failed") throw failedSend(outcome.message);
+      if (outcome.message && refusedAtSend(outcome.message)) throw failedSend(outcome.message);
       // Its caller left before the send (nobody reads this answer); what it would have been told: nothing was sent.
       if (outcome.message?.status === "cancelled") throw ApiError.unavailable("The request was abandoned before the send; nothing was sent; retry");
       return { status: 200, body: { ...base, providerMessageId: outcome.message?.provider_message_id ?? null } };
@@ -131,11 +131,20 @@ export async function takeOverStoredSend(ctx: MessagingContext, organizationId: 
 export async function answerOfStoredSend(ctx: MessagingContext, organizationId: string, messageId: string): Promise<{ status: number; body: unknown } | undefined> {
   const [m] = await messagesRepository.findByIds(ctx.db, organizationId, [messageId]);
   if (!m) return undefined;
-  if (m.status === "failed") {
+  if (refusedAtSend(m)) {
     const rejected = failedSend(m);
     return { status: rejected.status, body: rejected.toJSON() };
   }
   return { status: 200, body: { id: m.id, conversationId: m.conversation_id, contactId: m.contact_id, providerMessageId: m.provider_message_id } };
+}
+
+/**
+ * A failed send the provider never accepted. One it accepted (it has a provider id) and then reported `failed` (a
+ * status callback that came before the provider's answer was recorded) answers 200 like any accepted send: the
+ * failure is told by `message.failed`, not as a refusal of a message the provider took.
+ */
+function refusedAtSend(m: Pick<MessageRow, "status" | "provider_message_id">): boolean {
+  return m.status === "failed" && m.provider_message_id === null;
 }
 
 /**
