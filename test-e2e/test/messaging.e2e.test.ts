@@ -44,6 +44,34 @@ describe("e2e: a conversation through the gateway, the simulator and webhooks", 
   before(() => e2e.start());
   after(() => e2e.stop());
 
+  it("an Idempotency-Key's first answer stands across a change of plan, a first 402 included", async () => {
+    const org = await e2e.organization();
+    const channel = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/channels`, {
+      name: "Plans",
+      phoneNumber: "+15550100000",
+      providerPhoneNumberId: `pn-plan-${Date.now()}-${Math.floor(Math.random() * 1e6)}`,
+    });
+    expect(channel.status).to.equal(201);
+    const body = { to: "+15550002222", text: "plan" };
+    const send = (key: string) => e2e.call("POST", "/api/v1/messages", { token: org.key, body, headers: { "Idempotency-Key": key } });
+    const plan = async (p: string) => expect((await e2e.admin("PATCH", `/admin/v1/organizations/${org.id}`, { plan: p })).status).to.equal(200);
+
+    // The first answer (no window yet: 400), then the plan lapses: the repeat is answered the same, replayed.
+    const first = await send("e2e-plan-1");
+    expect([first.status, first.body.error?.code]).to.deep.equal([400, "OUTSIDE_SERVICE_WINDOW"]);
+    await plan("inactive");
+    const lapsed = await send("e2e-plan-1");
+    expect([lapsed.status, lapsed.headers.get("idempotent-replayed"), lapsed.body]).to.deep.equal([400, "true", first.body]);
+    // Under the lapsed plan a new key's first answer is 402, and stays its answer once the plan covers sends again.
+    const refused = await send("e2e-plan-2");
+    expect([refused.status, refused.body.error?.code]).to.deep.equal([402, "PAYMENT_REQUIRED"]);
+    await plan("growth");
+    const renewed = await send("e2e-plan-2");
+    expect([renewed.status, renewed.headers.get("idempotent-replayed"), renewed.body.error?.code]).to.deep.equal([402, "true", "PAYMENT_REQUIRED"]);
+    // Without a key the plan decides each time.
+    expect((await e2e.call("POST", "/api/v1/messages", { token: org.key, body })).status).to.equal(400);
+  });
+
   it("inbound message → reply → statuses → events on the bus and signed webhooks; opt-outs block", async () => {
     const sim = e2e.stack.simulatorUrl!;
     const org = await e2e.organization();

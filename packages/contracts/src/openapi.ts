@@ -70,7 +70,7 @@ const idempotencyHeader = z.object({
     .optional()
     .meta({
       description:
-        "repeat with the same key and body within 24 h returns the first answer (`Idempotent-Replayed: true`); the key is the organization's: another body, or the other keyed endpoint, is 422 `IDEMPOTENCY_KEY_REUSED`",
+        "repeat with the same key and body within 24 h returns the first answer, status included (`Idempotent-Replayed: true`), whatever the organization's plan is now (a first 402 included); the key is the organization's: another body, or the other keyed endpoint, is 422 `IDEMPOTENCY_KEY_REUSED`",
     }),
 });
 

@@ -29,6 +29,10 @@ export class ApiError extends Error {
   static notFound(what = "Resource") {
     return new ApiError("NOT_FOUND", `${what} not found`);
   }
+  /** 402: the organization's plan does not cover the action (contract section 2, Plans). */
+  static paymentRequired() {
+    return new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
+  }
   static unavailable(message = "A dependency is unavailable; retry later") {
     return new ApiError("SERVICE_UNAVAILABLE", message);
   }

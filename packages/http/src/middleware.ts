@@ -1,5 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import { timingSafeEqual } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from "express";
 import { currentRequestContext, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
 import { httpServerSpan } from "@platform/telemetry";
@@ -14,9 +15,19 @@ export const INTERNAL_HEADERS = {
   token: "x-internal-token",
   organization: "x-organization-id",
   requestId: "x-request-id",
+  /**
+   * "1": the organization's plan does not cover this keyed request. The gateway forwards it all the same, so that the
+   * service answers a key's first answer again whatever the plan is now, and stores 402 as the first answer otherwise.
+   */
+  planRefused: "x-plan-refused",
 } as const;
 
 const REQUEST_ID = /^[A-Za-z0-9_.:-]{1,128}$/;
+
+/** A keyed request's work, in its service: 402 when the gateway found the organization's plan does not cover it. */
+export function refusePlanRefused(headers: IncomingHttpHeaders): void {
+  if (headers[INTERNAL_HEADERS.planRefused] === "1") throw ApiError.paymentRequired();
+}
 
 /** The caller's `X-Request-Id` when it is sane, else a new one. */
 export function requestIdFor(given: string | string[] | undefined): string {

@@ -24,7 +24,7 @@ import { registerOpenApi } from "./routes/openapi";
 import { createProviderFront, isPlainProviderPost, registerProviderWebhooks } from "./routes/provider_webhooks";
 import { ApiKeys } from "./use-cases/api-keys";
 import { ConsoleSessions } from "./use-cases/console-sessions";
-import { IdempotencyScopes, keyedEndpoint } from "./use-cases/idempotency-scopes";
+import { IdempotencyScopes, isIdempotencyKey, keyedEndpoint } from "./use-cases/idempotency-scopes";
 import { listenToBroadcasts } from "./bus/broadcasts";
 import { ConsoleUsers } from "./use-cases/console-users";
 import { Organizations } from "./use-cases/organizations";
@@ -212,11 +212,11 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const org = await cache.organization(orgId);
       if (!org) throw ApiError.notFound("Organization");
       const upstreamPath = req.originalUrl.split("?")[0].replace(/\/{2,}/g, "/");
-      if (!planCovers(org.plan, req.method, upstreamPath)) {
-        throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
-      }
       // A key the console sends is the organization's too (ADR 0021).
       const keyed = keyedEndpoint(req.method, upstreamPath.toLowerCase());
+      const planRefused = !planCovers(org.plan, req.method, upstreamPath);
+      if (planRefused && !(keyed && isIdempotencyKey(req.headers["idempotency-key"]))) throw ApiError.paymentRequired();
+      res.locals.planRefused = planRefused;
       if (keyed && req.headers["idempotency-key"] !== undefined) await idempotency.check(orgId, keyed, req.headers["idempotency-key"]);
       proxy(req, res, next);
     });

@@ -103,6 +103,9 @@ describe("gateway: console API routes and roles", () => {
       await refused(inactive, "post", path);
     }
     await refused(inactive, "patch", "/console/api/channels/ch_1");
+    // A keyed template job goes to the service marked, which answers the key's first answer or 402 (as on the API).
+    const keyed = await consoleClient(h, starter.owner).post("/console/api/template-jobs").set("Idempotency-Key", "console-k1").send({ some: "body" });
+    expect([keyed.status, keyed.body.headers?.["x-plan-refused"]]).to.deep.equal([200, "1"]);
     for (const path of ["/console/api/contacts", "/console/api/template-jobs", "/console/api/channels", "/console/api/analytics?start=a&end=b"]) {
       expect((await consoleClient(h, inactive.member).get(path)).status, path).to.equal(200);
     }

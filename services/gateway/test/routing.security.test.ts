@@ -89,6 +89,28 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await request(h.url).get("/api/v1/ping").set(auth(inactive.key)).expect(200);
   });
 
+  it("forwards a keyed request the plan does not cover, marked, so the service answers the key's first answer (or 402)", async () => {
+    const starter = await h.organization({ plan: "starter" });
+    const inactive = await h.organization({ plan: "inactive" });
+    const growth = await h.organization();
+    const auth = (k: string) => ({ Authorization: `Bearer ${k}` });
+    for (const [org, path] of [[inactive, "/api/v1/messages"], [starter, "/api/v1/templates/send"], [inactive, "/API/V1/Templates/Send/"]] as const) {
+      const res = await request(h.url).post(path).set(auth(org.key)).set("Idempotency-Key", `k-${path}`).send({}).expect(200);
+      expect(res.body.headers["x-plan-refused"], path).to.equal("1");
+    }
+    // Without a key, or with one the service would refuse, the gateway answers 402 itself.
+    for (const key of [undefined, "", "k".repeat(256)]) {
+      const req = request(h.url).post("/api/v1/messages").set(auth(inactive.key));
+      const res = await (key === undefined ? req : req.set("Idempotency-Key", key)).send({});
+      expect([res.status, res.body.error?.code], String(key?.length)).to.deep.equal([402, "PAYMENT_REQUIRED"]);
+    }
+    // Not keyed: 402 whatever the headers.
+    await request(h.url).post("/api/v1/opt-outs").set(auth(inactive.key)).set("Idempotency-Key", "k1").send({}).expect(402);
+    // Covered: never marked, whatever the client claims.
+    const res = await request(h.url).post("/api/v1/messages").set(auth(growth.key)).set("Idempotency-Key", "k2").set("X-Plan-Refused", "1").send({}).expect(200);
+    expect(res.body.headers).to.not.have.property("x-plan-refused");
+  });
+
   it("refuses a starter organization's template send whatever the letter case or trailing slash", async () => {
     const starter = await h.organization({ plan: "starter" });
     const paths = ["/api/v1/templates/send", "/api/v1/Templates/Send", "/api/v1/templates/send/", "/API/V1/TEMPLATES/SEND/"];

@@ -53,6 +53,25 @@ describe("Idempotency-Key on POST /api/v1/messages", () => {
     expect(again.body).to.deep.equal(first.body);
   });
 
+  it("a key's first answer stands whatever the plan is now: a later refusal replays it, a first 402 is replayed too", async () => {
+    const { org, phone } = await ready();
+    const body = { to: phone, text: "plan" };
+    const sent = `k-plan-${Date.now()}`;
+    const first = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", sent).send(body);
+    expect(first.status).to.equal(200);
+    // The plan lapsed since: the gateway forwards the key's repeat marked as refused; its first answer comes back.
+    const lapsed = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", sent).set("x-plan-refused", "1").send(body);
+    expect([lapsed.status, lapsed.headers["idempotent-replayed"], lapsed.text]).to.deep.equal([200, "true", first.text]);
+
+    // A new key while the plan does not cover it: 402, kept as the key's first answer; nothing sent.
+    const refused = `k-plan-402-${Date.now()}`;
+    const payment = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", refused).set("x-plan-refused", "1").send(body);
+    expect([payment.status, payment.body.error?.code]).to.deep.equal([402, "PAYMENT_REQUIRED"]);
+    const renewed = await api(h, org).post("/api/v1/messages").set("Idempotency-Key", refused).send(body);
+    expect([renewed.status, renewed.headers["idempotent-replayed"], renewed.body.error?.code]).to.deep.equal([402, "true", "PAYMENT_REQUIRED"]);
+    expect(h.sim.requests.filter((r) => (r.body as { to: string }).to === phone.slice(1) && (r.body as { text?: { body: string } }).text?.body === "plan")).to.have.length(1);
+  });
+
   it("422 IDEMPOTENCY_KEY_REUSED for another body", async () => {
     const { org, phone } = await ready();
     const key = `k-reuse-${Date.now()}`;

@@ -173,6 +173,22 @@ describe("POST /api/v1/templates/send: creation, validation, idempotency; GET an
     expect((await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "").send(body)).status).to.equal(400);
   });
 
+  it("Idempotency-Key: a key's first answer stands whatever the plan is now; a first 402 is kept and replayed", async () => {
+    const { org, channel, template } = await setup(h);
+    const body = { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: farFuture() };
+    const first = await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "k-plan").send(body);
+    expect(first.status).to.equal(200);
+    // The gateway marks a keyed request the plan no longer covers; the key's first answer comes back.
+    const lapsed = await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "k-plan").set("x-plan-refused", "1").send(body);
+    expect([lapsed.status, lapsed.headers["idempotent-replayed"], lapsed.text]).to.deep.equal([200, "true", first.text]);
+    const refused = await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "k-plan-402").set("x-plan-refused", "1").send(body);
+    expect([refused.status, refused.body.error?.code]).to.deep.equal([402, "PAYMENT_REQUIRED"]);
+    const renewed = await api(h, org).post("/api/v1/templates/send").set("Idempotency-Key", "k-plan-402").send(body);
+    expect([renewed.status, renewed.headers["idempotent-replayed"], renewed.body.error?.code]).to.deep.equal([402, "true", "PAYMENT_REQUIRED"]);
+    const count = await h.svc.deps.db.query(`SELECT count(*)::int AS n FROM template_jobs.jobs WHERE organization_id = $1`, [org]);
+    expect(count[0].n).to.equal(1);
+  });
+
   it("a job commits with its Idempotency-Key's answer (no window for a second job); an abandoned claim is taken over after 30 s", async () => {
     const { org, channel, template } = await setup(h);
     const body = { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([uniquePhone()]), scheduledAt: farFuture() };

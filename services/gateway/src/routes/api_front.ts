@@ -5,7 +5,7 @@ import { httpServerSpan } from "@platform/telemetry";
 import { bearerKey, hashApiKey } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
 import { planCovers } from "../use-cases/plans";
-import { keyedEndpoint, type IdempotencyScopes } from "../use-cases/idempotency-scopes";
+import { isIdempotencyKey, keyedEndpoint, type IdempotencyScopes } from "../use-cases/idempotency-scopes";
 import type { ForwardedRequest, ProxyHandler } from "./proxy";
 import { rateLimitHeaders, type RateLimiter } from "../rate-limit/limiter";
 
@@ -77,12 +77,11 @@ export function createApiFront(deps: {
     const target = routes.find((r) => lower === r.prefix || lower.startsWith(`${r.prefix}/`));
     if (!target) throw noRoute(req, path);
     route.label = target.prefix;
-    if (!planCovers(org.plan, req.method ?? "GET", lower)) {
-      throw new ApiError("PAYMENT_REQUIRED", "The organization's plan does not cover this action");
-    }
     const keyed = keyedEndpoint(req.method, lower);
+    const planRefused = !planCovers(org.plan, req.method ?? "GET", lower);
+    if (planRefused && !(keyed && isIdempotencyKey(req.headers["idempotency-key"]))) throw ApiError.paymentRequired();
     if (keyed && req.headers["idempotency-key"] !== undefined) await idempotency.check(org.id, keyed, req.headers["idempotency-key"]);
-    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId, trace: ctx.trace };
+    (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId, trace: ctx.trace, planRefused };
     target.proxy(req, res);
   };
 

@@ -16,6 +16,8 @@ export interface Forwarded {
   requestId?: unknown;
   /** The trace context of the gateway's server span (the proxy hop's client span is its child). */
   trace?: Context;
+  /** The organization's plan does not cover this keyed request: the service answers 402 unless the key has an answer. */
+  planRefused?: unknown;
 }
 export type ForwardedRequest = http.IncomingMessage & {
   forwarded?: Forwarded;
@@ -34,7 +36,7 @@ export type ForwardedRequest = http.IncomingMessage & {
 const TRACE_HEADERS = ["traceparent", "tracestate"];
 
 /** Headers a client may send that only the gateway is allowed to set. */
-const FORGEABLE = [INTERNAL_HEADERS.token, INTERNAL_HEADERS.organization, "x-forwarded-organization"];
+const FORGEABLE = [INTERNAL_HEADERS.token, INTERNAL_HEADERS.organization, INTERNAL_HEADERS.planRefused, "x-forwarded-organization"];
 
 export interface ProxyOptions {
   internalToken: string;
@@ -203,6 +205,7 @@ function setForwardedHeaders(req: ForwardedRequest, target: string, opts: Pick<P
   if (org !== undefined) headers[INTERNAL_HEADERS.organization] = org;
   const requestId = forwarded?.requestId;
   if (typeof requestId === "string") headers[INTERNAL_HEADERS.requestId] = requestId;
+  if (forwarded?.planRefused === true) headers[INTERNAL_HEADERS.planRefused] = "1";
   // Tracing on: the hop is a client span, child of the gateway's server span, and the service continues it.
   // Off: the client's own traceparent (if any) goes through unchanged.
   if (tracingEnabled()) {

@@ -20,6 +20,16 @@ const KEYED: ReadonlyMap<string, string> = new Map([
   ["/api/v1/templates/send/", "templates/send"],
 ]);
 
+/**
+ * A well-formed `Idempotency-Key` header. A keyed request the organization's plan does not cover goes to its service
+ * all the same when it has one, marked as refused: the key's first answer is answered again whatever the plan is now,
+ * and 402 becomes the first answer when there was none (contract, Idempotency: "the first answer again, status
+ * included"). Without a key (or with a malformed one) the gateway answers 402 itself.
+ */
+export function isIdempotencyKey(key: string | string[] | undefined): key is string {
+  return typeof key === "string" && IdempotencyKey.safeParse(key).success;
+}
+
 /** The keyed endpoint a request is for, or undefined (not a keyed POST). `path` is lower-case, slashes collapsed. */
 export function keyedEndpoint(method: string | undefined, path: string): string | undefined {
   return method === "POST" ? KEYED.get(path) : undefined;
@@ -42,7 +52,7 @@ export class IdempotencyScopes {
 
   /** Throws 422 when `key` was used on another endpoint of the organization within 24 hours. A malformed key is the service's to refuse. */
   async check(organizationId: string, endpoint: string, key: string | string[] | undefined): Promise<void> {
-    if (typeof key !== "string" || !IdempotencyKey.safeParse(key).success) return;
+    if (!isIdempotencyKey(key)) return;
     const bound = await this.batcher.submit("scopes", { organizationId, key, endpoint });
     if (bound !== endpoint) {
       throw new ApiError("IDEMPOTENCY_KEY_REUSED", `This Idempotency-Key was used with a different request (POST /api/v1/${bound})`);

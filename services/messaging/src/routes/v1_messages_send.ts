@@ -1,5 +1,5 @@
 import { IdempotencyKey, SendMessageRequest } from "@platform/contracts";
-import { headerOf, organizationFrom, parseBody, parseValue, type JsonRoute } from "@platform/http";
+import { headerOf, organizationFrom, parseBody, parseValue, refusePlanRefused, type JsonRoute } from "@platform/http";
 import type { MessagingContext } from "../context";
 import { withIdempotency } from "../use-cases/idempotency";
 import { sendMessage, takeOverStoredSend } from "../use-cases/send-message";
@@ -20,7 +20,10 @@ export function v1MessagesSend(ctx: MessagingContext): JsonRoute {
         req.body ?? null,
         // Without a key, a caller that left is sent nothing: it was told nothing (503 at the gateway) and will retry.
         // With one, its retry finds this request's message and answers it, so the send goes on.
-        (messageId) => sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req), messageId, key === undefined ? req.abandoned : undefined),
+        (messageId) => {
+          refusePlanRefused(req.headers);
+          return sendMessage(ctx, organizationId, parseBody(SendMessageRequest, req), messageId, key === undefined ? req.abandoned : undefined);
+        },
         (messageId) => takeOverStoredSend(ctx, organizationId, messageId),
       );
       return { status: answer.status, body: answer.body, headers: answer.replayed ? { "Idempotent-Replayed": "true" } : undefined };
