@@ -197,6 +197,12 @@ describe("gateway: routing, plans and provider webhooks", () => {
       .expect(401);
     expect(bad.body.error.code).to.equal("UNAUTHORIZED");
     await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").send(body).expect(401);
+    // The right digest written otherwise than the provider writes it (lowercase hex, nothing between it and `=`; the
+    // whitespace around a header value is not part of it in HTTP).
+    const hex = sig.slice("sha256=".length);
+    for (const variant of [`sha256=${hex.toUpperCase()}`, `sha256= ${hex}`, `SHA256=${hex}`]) {
+      await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", variant).send(body).expect(401);
+    }
     // A later good batch on the same path as a marker: once it is seen, the refused ones would have been too.
     const marker = JSON.stringify({ object: "whatsapp_business_account", entry: [{ id: "marker", changes: [] }] });
     const markerSig = "sha256=" + createHmac("sha256", "dev-app-secret").update(marker).digest("hex");

@@ -11,7 +11,8 @@ import { sendError } from "./api_front";
 
 export function verifyProviderSignature(rawBody: Buffer, header: string | undefined, appSecret: string): boolean {
   if (!header || !header.startsWith("sha256=")) return false;
-  const given = Buffer.from(header.slice("sha256=".length).trim().toLowerCase(), "utf8");
+  // Exactly as the provider writes it (contract section 4: lowercase hex): anything else is a bad signature.
+  const given = Buffer.from(header.slice("sha256=".length), "utf8");
   const expected = Buffer.from(createHmac("sha256", appSecret).update(rawBody).digest("hex"), "utf8");
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
