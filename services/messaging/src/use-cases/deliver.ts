@@ -248,7 +248,7 @@ async function checkAndCall(
   // Read-your-writes for opt-outs (contract section 2): once `set` has answered, nothing reaches the provider for that
   // number on that channel, also a send accepted before it and still waiting. A send that never waited was checked
   // just before it was stored.
-  if (waited) {
+  const recheck = async (): Promise<AttemptOutcome | undefined> => {
     let optedOut: boolean;
     try {
       optedOut = await ctx.optOuts.isOptedOut(message.organization_id, message.channel_id, message.phone);
@@ -257,6 +257,17 @@ async function checkAndCall(
     }
     if (optedOut) return recordFailed(ctx, message, attempt, OPTED_OUT);
     opts.stages?.mark("opt_out");
+    return undefined;
+  };
+  if (waited) {
+    const stopped = await recheck();
+    if (stopped) return stopped;
+  }
+  // The channel's window on the clock of the calls as made: the recheck's round trip answers several sends at once
+  // (ADR 0003, the send spacer). A send the gate held is rechecked again, so an opt-out set meanwhile still stops it.
+  if ((await ctx.spacer.passGate(channel.id, channel.messages_per_second)) >= 1 && waited) {
+    const stopped = await recheck();
+    if (stopped) return stopped;
   }
 
   // The lease is what keeps the stalled-send sweep from handing this message to the worker while this attempt runs.
