@@ -111,8 +111,11 @@ export const TemplateJob = z
     scheduledFor: Timestamp.nullable().meta({ description: "null when sending starts immediately" }),
     throttlePerHour: z.number().int().nullable(),
     recipients: z.number().int(),
-    sent: z.number().int(),
-    failed: z.number().int(),
+    sent: z.number().int().meta({
+      description:
+        "recipients whose message the provider accepted; what becomes of it later (delivered, read, or failed on the way) is told by the message events, which carry `templateJobId`, and by analytics",
+    }),
+    failed: z.number().int().meta({ description: "recipients whose message the provider refused for good, or that could not be sent" }),
     skipped: z.number().int().meta({ description: "recipients never sent: opted out, or a phone number listed again in the job (the first entry is sent)" }),
     startedAt: Timestamp.nullable(),
     completedAt: Timestamp.nullable(),
