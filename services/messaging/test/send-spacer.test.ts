@@ -1,5 +1,5 @@
 import { expect } from "chai";
-import { jobSpacingMargin, JobSpacer, SendSpacer, SPACING_TOLERANCE_INTERVALS, WINDOW_MS, windowLimit } from "../src/use-cases/pacing";
+import { jobSpacingMargin, JobSpacer, SendSpacer, SPACING_TOLERANCE_INTERVALS, WINDOW_MS, windowLimit, windowMs } from "../src/use-cases/pacing";
 
 /** The last step before a provider call: late slots never become a burst above the channel's top rate. */
 describe("unit: SendSpacer (provider calls of one process kept one top-rate interval apart)", () => {
@@ -124,7 +124,7 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
     expect(made.at(-1)!).to.be.below(800 * (WINDOW_MS / mps) + 100);
   });
 
-  it("keeps a slow channel at its rate: 2/s sends 2 calls per window, never 3 in a second", () => {
+  it("keeps a slow channel near its rate: 2/s sends 2 calls per window, never 3 in a second", () => {
     // Calls due every 500 ms (the channel's slots at 2/s), each made as soon as the spacer admits it. With the room
     // taken as a share of the calls (96 % of 2, floored: 1), the channel sent one call a second.
     const s = new SendSpacer();
@@ -134,9 +134,12 @@ describe("unit: SendSpacer (provider calls of one process kept one top-rate inte
       for (let w = s.admit("ch", 2, at); w > 0; w = s.admit("ch", 2, at)) at += w;
       made.push(at);
     }
-    for (let j = 2; j < made.length; j++) expect(made[j]! - made[j - 2]!, `call ${j}`).to.be.at.least(1_000);
-    // 40 calls in about 40 / 1.92 s, not 40 s.
-    expect(made.at(-1)!).to.be.within(19_500, 21_000);
+    // Two calls per window of 1,125 ms (a quarter of an interval of room on so slow a channel): never 3 in a second.
+    expect(windowMs(2)).to.equal(1_125);
+    for (let j = 2; j < made.length; j++) expect(made[j]! - made[j - 2]!, `call ${j}`).to.be.at.least(1_125);
+    // 40 calls in about 40 / 1.78 s, not 40 s.
+    expect(made.at(-1)!).to.be.within(21_000, 23_000);
+    expect([windowMs(1), windowMs(5), windowMs(6), windowMs(1_000)]).to.deep.equal([1_250, 1_050, WINDOW_MS, WINDOW_MS]);
   });
 
   it("lets a single send go before the spacing of bulk sends woken before it, still within the window", async () => {

@@ -121,7 +121,7 @@ interface BulkDemand {
  * Slots are decided on the channel's row (ADR 0003), but a process running late (a busy event loop, timers firing
  * together) would otherwise make the calls of several slots at once and exceed the channel's rate. Two rules:
  * - spacing (`delay`): calls at least one interval of the channel's top rate (`1000 / messagesPerSecond` ms) apart;
- * - the window (`admit`): never more than `messagesPerSecond` calls in any `WINDOW_MS` (a little over a second),
+ * - the window (`admit`): never more than `messagesPerSecond` calls in any `windowMs` (a little over a second),
  *   counted on the clock when each call is made. Spacing alone is decided on when calls are due, not when they happen: sends woken late at the start
  *   of a second and on time at its end still crowded more than the rate into it (1,156 provider calls in one second
  *   of the 50,000-recipient bench at load 7).
@@ -146,12 +146,22 @@ export const WINDOW_SHARE = 0.96;
  */
 export const WINDOW_MS = 1_000 / WINDOW_SHARE;
 
+/**
+ * The window of a channel of `messagesPerSecond`: `WINDOW_MS`, or a quarter of an interval over a second on the
+ * slowest channels (1,250 ms at 1/s, 1,125 ms at 2/s, 1,050 ms at 5/s; `WINDOW_MS` from 6/s up). A call there waits a
+ * whole interval for its turn, so a little of it buys room for a busy host's delays (a call 75 ms later than the one
+ * before it put 3 calls of a 2/s channel into one second at the provider, at load 15) for a small share of the rate.
+ */
+export const windowMs = (messagesPerSecond: number) => Math.max(WINDOW_MS, 1_000 + 250 / messagesPerSecond);
+
 /** Calls a process lets into any `WINDOW_MS` on a channel of `messagesPerSecond`: all of them. */
 export const windowLimit = (messagesPerSecond: number) => Math.max(1, Math.floor(messagesPerSecond));
 
 /** The times of a channel's last `limit` calls: a ring whose `head` is the oldest. */
 interface Ring {
   limit: number;
+  /** The window's length (ms): `windowMs` of the channel's rate. */
+  span: number;
   calls: number[];
   head: number;
 }
@@ -177,11 +187,10 @@ export class SendSpacer {
 
   /**
    * A call on `channelId` (top rate `messagesPerSecond`) is about to be made at `now`: records it and answers 0 if
-   * it keeps its spacing and fewer than `windowLimit(messagesPerSecond)` calls were made in the last `WINDOW_MS`;
+   * it keeps its spacing and fewer than `windowLimit(messagesPerSecond)` calls were made in the last `windowMs`;
    * otherwise records nothing and answers how long to wait before asking again (ms).
    */
   admit(channelId: string, messagesPerSecond: number, now = performance.now(), first = false): number {
-    const limit = windowLimit(messagesPerSecond);
     // A single send waiting for room in the window gets the next one.
     if (!first && (this.firstWaiting.get(channelId) ?? 0) > 0) return 1;
     // Spacing on the clock of the calls (GCRA, a few intervals of tolerance): sends whose spaced wake-ups a stall made
@@ -189,7 +198,7 @@ export class SendSpacer {
     const intervalMs = 1_000 / messagesPerSecond;
     const tat = this.actualTat.get(channelId) ?? now;
     if (!first && tat - now > SPACING_TOLERANCE_INTERVALS * intervalMs) return Math.max(1, Math.ceil(tat - now - SPACING_TOLERANCE_INTERVALS * intervalMs));
-    const waitMs = this.window(this.windows, channelId, limit, now);
+    const waitMs = this.window(this.windows, channelId, messagesPerSecond, now);
     if (waitMs === 0) this.actualTat.set(channelId, Math.max(tat, now) + intervalMs);
     return waitMs;
   }
@@ -197,23 +206,24 @@ export class SendSpacer {
   /**
    * The last step before a provider call, after `turn` and whatever came between (the opt-out recheck of a send that
    * waited: a round trip, coalesced with other sends', answers several sends together): records the call and answers
-   * 0 when fewer than `windowLimit(messagesPerSecond)` calls were made in the last `WINDOW_MS`, else records nothing
+   * 0 when fewer than `windowLimit(messagesPerSecond)` calls were made in the last `windowMs`, else records nothing
    * and answers how long to wait. `admit` keeps the window on the times sends were let go; this keeps it on the times
    * calls are made: sends let go 12 ms apart whose rechecks were answered together went out together, and a second at
    * the provider held up to 83 calls of a channel of 80/s.
    */
   gate(channelId: string, messagesPerSecond: number, now = performance.now()): number {
-    return this.window(this.made, channelId, windowLimit(messagesPerSecond), now);
+    return this.window(this.made, channelId, messagesPerSecond, now);
   }
 
-  private window(rings: Map<string, Ring>, channelId: string, limit: number, now: number): number {
+  private window(rings: Map<string, Ring>, channelId: string, messagesPerSecond: number, now: number): number {
+    const limit = windowLimit(messagesPerSecond);
     let w = rings.get(channelId);
     if (!w || w.limit !== limit) {
-      w = { limit, calls: [], head: 0 };
+      w = { limit, span: windowMs(messagesPerSecond), calls: [], head: 0 };
       rings.set(channelId, w);
       if (rings.size > 10_000) {
         for (const [id, x] of rings) {
-          if (x.calls.length > 0 && now - x.calls[(x.head + x.calls.length - 1) % x.calls.length] > WINDOW_MS) {
+          if (x.calls.length > 0 && now - x.calls[(x.head + x.calls.length - 1) % x.calls.length] > x.span) {
             rings.delete(id);
             if (rings === this.windows) this.actualTat.delete(id);
           }
@@ -225,7 +235,7 @@ export class SendSpacer {
       return 0;
     }
     const oldest = w.calls[w.head];
-    if (now - oldest < WINDOW_MS) return Math.max(1, Math.ceil(oldest + WINDOW_MS - now));
+    if (now - oldest < w.span) return Math.max(1, Math.ceil(oldest + w.span - now));
     w.calls[w.head] = now;
     w.head = (w.head + 1) % limit;
     return 0;
