@@ -9,6 +9,7 @@ import type { ContactResolver, OptOutChecker } from "./use-cases/contacts";
 import type { SendWrites } from "./use-cases/send-writes";
 import type { BulkPacer, ChannelPacer, JobSpacer, SendSpacer } from "./use-cases/pacing";
 import type { SendLookups } from "./use-cases/send-lookups";
+import type { CallbackWatermark } from "./bus/callback-watermark";
 
 export type MessagingEnv = ServiceEnv<typeof envShape>;
 export type MessagingDeps = ServiceDeps<MessagingEnv>;
@@ -39,6 +40,8 @@ export interface MessagingContext {
   writes: SendWrites;
   /** Provider acceptances still being recorded because the database refused their sent mark. */
   accepted: AcceptedSends;
+  /** How far the provider's status callbacks have been applied: a send that may have been accepted waits for it. */
+  callbacks: CallbackWatermark;
   /** Time a single send spent in each stage of its request (`messaging_send_stage_seconds`). */
   sendStages?: (stage: SendStage, seconds: number) => void;
 }

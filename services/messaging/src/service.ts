@@ -2,6 +2,7 @@ import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import { providerCallObserver } from "@platform/http";
 import { createProviderClient } from "@platform/provider-client";
 import type { ServiceDefinition } from "@platform/service";
+import { CallbackWatermark } from "./bus/callback-watermark";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
 import { consumeSendWork } from "./bus/consumers/work.messaging.send.consumer";
 import { serveChannelLookup } from "./bus/responders/rpc.messaging.channel.lookup";
@@ -50,7 +51,7 @@ export function contextOf(deps: MessagingDeps): MessagingContext {
     ctx = {
       db: deps.db, bus: deps.bus, log: deps.log, env: deps.env, provider, contactIds: new ContactIdCache(), lookups: new SendLookups(deps.db), pacer: new ChannelPacer(deps.db),
       bulkPacer: new BulkPacer(deps.db), spacer: new SendSpacer(), jobSpacer: new JobSpacer(), stoppedJobs: new StoppedJobs(), optOuts: new OptOutChecker(deps.bus), contactResolver: new ContactResolver(deps.bus), writes: new SendWrites(deps.db),
-      accepted: new AcceptedSends(), sendStages: stages && ((stage, seconds) => stages.observe({ stage }, seconds)),
+      accepted: new AcceptedSends(), callbacks: new CallbackWatermark(deps.bus), sendStages: stages && ((stage, seconds) => stages.observe({ stage }, seconds)),
     };
     contexts.set(deps, ctx);
   }
@@ -79,7 +80,8 @@ export const definition: ServiceDefinition<typeof envShape> = {
     await consumeProviderInbound(ctx);
     await consumeSendWork(ctx);
     const stopSweeper = startSweeper(ctx);
-    return [() => ctx.provider.close(), stopSweeper, () => ctx.accepted.drain(5_000)];
+    const stopWatermark = ctx.callbacks.start();
+    return [() => ctx.provider.close(), stopSweeper, stopWatermark, () => ctx.accepted.drain(5_000)];
   },
 };
 

@@ -91,10 +91,12 @@ describe("crash between storing and calling the provider", () => {
   }
 
   it("a send without a key whose request died before the provider call is cancelled after a restart, never sent: its caller was told 503", async function () {
-    this.timeout(60_000);
+    this.timeout(120_000);
     const { stored, restarted, db, rowOf } = await crashAfterStoring(undefined);
     try {
-      await eventually(async () => (await rowOf()).status === "cancelled", 30_000, 100);
+      // After PROVIDER_UNANSWERED_RETRY_MS, and once the status callbacks stored by then are applied: those the killed
+      // process had taken come back after their ack wait (30 s), the sweep waits for them (CallbackWatermark).
+      await eventually(async () => (await rowOf()).status === "cancelled", 75_000, 100);
       expect((await rowOf()).error_code).to.equal("request_abandoned");
       expect(providerRequestsFor(infra, stored)).to.have.length(0);
       expect(eventsOf(infra, "message.sent", (d) => d.messageId === stored)).to.have.length(0);
@@ -105,12 +107,12 @@ describe("crash between storing and calling the provider", () => {
   });
 
   it("a send with a key whose request died is sent exactly once by the key's retry, also after the sweep cancelled it", async function () {
-    this.timeout(60_000);
+    this.timeout(120_000);
     const key = `crash-${Date.now()}`;
     const { org, headers, body, stored, restarted, db, rowOf } = await crashAfterStoring(key);
     try {
       // The sweep cannot tell a keyed send from a keyless one: it cancels it like any send whose request died.
-      await eventually(async () => (await rowOf()).status === "cancelled", 30_000, 100);
+      await eventually(async () => (await rowOf()).status === "cancelled", 75_000, 100);
       // The client retries with its key once the dead request's claim can be taken over (its age, moved here).
       await db.query(`UPDATE messaging.idempotency_keys SET created_at = clock_timestamp() - interval '31 seconds' WHERE organization_id = $1 AND key = $2`, [org, key]);
       const retry = await request(restarted.url).post("/api/v1/messages").set({ ...headers, "Idempotency-Key": key }).send(body);

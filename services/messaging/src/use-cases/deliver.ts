@@ -21,7 +21,10 @@ export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** M
 /** The provider client's code for a call that got no answer within PROVIDER_TIMEOUT_MS (it may have been accepted). */
 export const UNANSWERED_CODE = "timeout";
 /** Transient failures after which the provider may hold the message all the same: no answer, or a 2xx without an id. */
-const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE]);
+/** Codes of an attempt that may have reached the provider and been accepted (a request that died: its key's takeover). */
+const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE, "request_died"]);
+/** How soon a retry waiting for the status callbacks to be applied looks again. */
+const CALLBACKS_BEHIND_RETRY_MS = 1_000;
 /** The delay before the next attempt after a transient failure with provider code `code`. */
 export const transientRetryDelayMs = (attempt: number, code: string) =>
   code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
@@ -380,6 +383,8 @@ export async function processSendWork(ctx: MessagingContext, messageId: string):
       // callback settles it first and the customer is not sent it twice.
       const due = row.lease_until.getTime() + ctx.env.PROVIDER_UNANSWERED_RETRY_MS;
       if (due > now) return { kind: "wait", delayMs: Math.min(60_000, due - now + 10) } as const;
+      // And until the callbacks stored by then are applied: after an outage they wait in JetStream (CallbackWatermark).
+      if (!ctx.callbacks.appliedThrough(due)) return { kind: "wait", delayMs: CALLBACKS_BEHIND_RETRY_MS } as const;
       // A single send's first attempt is its request's: every answer the request gives clears the lease first (sent,
       // failed, handed to the worker). So its request died unanswered: the caller was told 503 ("safe to retry") or
       // nothing, and sends again; this one is not sent (ADR 0025). A retry with the request's Idempotency-Key revives
@@ -388,6 +393,10 @@ export async function processSendWork(ctx: MessagingContext, messageId: string):
     }
     if (row.next_attempt_at && row.next_attempt_at.getTime() > now) {
       return { kind: "wait", delayMs: Math.min(60_000, row.next_attempt_at.getTime() - now + 10) } as const;
+    }
+    // A call that went unanswered may have been accepted: its retry also waits for the callbacks stored until it was due.
+    if (row.next_attempt_at && row.error_code !== null && MAY_HAVE_BEEN_ACCEPTED.has(row.error_code) && !ctx.callbacks.appliedThrough(row.next_attempt_at.getTime())) {
+      return { kind: "wait", delayMs: CALLBACKS_BEHIND_RETRY_MS } as const;
     }
     return { kind: "send", row: await messagesRepository.lease(tx, row.id, leaseMs(ctx.env.PROVIDER_TIMEOUT_MS)) } as const;
   });

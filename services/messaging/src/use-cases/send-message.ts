@@ -113,7 +113,9 @@ export async function takeOverStoredSend(ctx: MessagingContext, organizationId: 
   const [m] = await messagesRepository.findByIds(ctx.db, organizationId, [messageId]);
   if (!m) return undefined;
   if (m.status === "pending" && m.lease_until !== null && m.attempts === 1 && m.template_job_id === null) {
-    await deferToWorker(ctx, m, 0, TAKEN_OVER);
+    // The dead request may have been in its provider call: the worker waits as for an unanswered call (and for the
+    // callbacks stored by then), so that the provider's callback settles a call it accepted.
+    await deferToWorker(ctx, m, Math.max(0, m.lease_until.getTime() + ctx.env.PROVIDER_UNANSWERED_RETRY_MS - Date.now()), TAKEN_OVER);
   } else if (m.status === "cancelled" && m.error_code === REQUEST_ABANDONED.code && m.template_job_id === null) {
     await ctx.db.transaction(async (tx) => {
       const revived = await messagesRepository.reviveAbandoned(tx, m.id);

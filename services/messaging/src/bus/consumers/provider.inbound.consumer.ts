@@ -1,6 +1,7 @@
 import { STREAMS, SUBJECTS } from "@platform/contracts";
 import type { MessagingContext } from "../../context";
 import { processProviderBatch } from "../../use-cases/process-provider-batch";
+import { STATUS_CALLBACKS_DURABLE } from "../callback-watermark";
 
 /**
  * Raw provider webhook batches the gateway verified and stored, on two subjects (`providerBatchSubject`):
@@ -16,7 +17,7 @@ export async function consumeProviderInbound(ctx: MessagingContext): Promise<voi
   const common = { stream: STREAMS.provider, concurrency: 8, ackWaitMs: 30_000, maxDeliver: 1_000 } as const;
   await ctx.bus.consume({
     ...common,
-    durable: "messaging-provider-inbound",
+    durable: STATUS_CALLBACKS_DURABLE,
     subject: SUBJECTS.providerInbound,
     handler: (payload) => processProviderBatch(ctx, payload.body, payload.receivedAt),
   });
