@@ -1,6 +1,5 @@
 import { createHmac, randomBytes } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { freePort, startStack, type Stack } from "@platform/stack";
@@ -33,6 +32,42 @@ const rssMb = (pid: number | undefined) => {
   }
 };
 
+/**
+ * The integrator's receiver, in a process of its own: it counts `message.received` deliveries per provider message id
+ * and answers `GET` with them. In this process it shared the event loop that drives the load, answered late, and its
+ * webhook was deactivated by 10 failed attempts (then, as the contract says, it got nothing more).
+ */
+const RECEIVER = `
+const http = require("node:http");
+const received = {};
+const server = http.createServer((req, res) => {
+  if (req.method === "GET") { res.writeHead(200, { "Content-Type": "application/json" }); return res.end(JSON.stringify(received)); }
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const hook = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (hook.event === "message.received") received[hook.data.providerMessageId] = (received[hook.data.providerMessageId] || 0) + 1;
+    res.writeHead(204).end();
+  });
+});
+server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\\n"));
+process.on("disconnect", () => process.exit(0));
+`;
+
+/** Starts the receiver process; resolves with it and its URL. */
+async function startReceiver(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["-e", RECEIVER], { stdio: ["ignore", "pipe", "inherit", "ipc"] });
+  const port = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      out += c.toString("utf8");
+      if (out.includes("\n")) resolve(out.trim());
+    });
+    child.once("exit", (code) => reject(new Error(`the receiver exited (${code})`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
 /** Calls `fire` `perSecond` times a second for `seconds`, without waiting for the answers; resolves with all of them. */
 async function paced<T>(perSecond: number, seconds: number, fire: (n: number) => Promise<T>): Promise<T[]> {
   const started = performance.now();
@@ -50,21 +85,12 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
   this.timeout(5 * 60_000);
   let env: TestEnvironment;
   let stack: Stack;
-  let receiver: http.Server;
-  const received = new Map<string, number>();
+  let receiver: { child: ChildProcess; url: string } | undefined;
+  const receivedIds = async (): Promise<Record<string, number>> => (await fetch(`${receiver!.url}/received`)).json() as Promise<Record<string, number>>;
 
   before(async () => {
     env = await createTestEnvironment("overload");
-    receiver = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        const hook = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-        if (hook.event === "message.received") received.set(hook.data.providerMessageId, (received.get(hook.data.providerMessageId) ?? 0) + 1);
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    receiver = await startReceiver();
     stack = await startStack({
       port: await freePort(),
       databaseUrl: env.databaseUrl,
@@ -81,7 +107,7 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
 
   after(async () => {
     await stack?.stop();
-    await new Promise<void>((resolve) => (receiver ? receiver.close(() => resolve()) : resolve()));
+    receiver?.child.kill();
     await env?.cleanup();
   });
 
@@ -100,7 +126,7 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
     const quietKey = (await post(`/admin/v1/organizations/${quiet.id}/api-keys`, { name: "k" })).key;
     const phoneNumberId = `pnoverload${randomBytes(4).toString("hex")}`;
     await post(`/admin/v1/organizations/${noisy.id}/channels`, { name: "Main", phoneNumber: "+15550100000", providerPhoneNumberId: phoneNumberId });
-    const webhook = await post(`/admin/v1/organizations/${noisy.id}/webhooks`, { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`, events: ["message.received"] });
+    const webhook = await post(`/admin/v1/organizations/${noisy.id}/webhooks`, { url: `${receiver!.url}/hooks`, events: ["message.received"] });
 
     const quietRead = async () => {
       const res = await fetch(`${stack.url}/api/v1/contacts?limit=25`, { headers: { Authorization: `Bearer ${quietKey}` } });
@@ -177,10 +203,13 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
       expect(rssPeak[name], `${name} peak RSS MB`).to.be.below(RSS_BOUND_MB);
     }
     // The flood waited in JetStream, not lost: every message reaches the integrator once the flood is over.
-    await eventually(() => flooded.every((id) => received.has(id)), 120_000).catch(() => undefined);
-    const missing = flooded.filter((id) => !received.has(id));
-    // The receiver answers every delivery, but it shares this busy process: if its webhook was deactivated by failed
-    // attempts, the message says so.
+    await eventually(async () => {
+      const got = await receivedIds();
+      return flooded.every((id) => got[id] !== undefined);
+    }, 120_000).catch(() => undefined);
+    const got = await receivedIds();
+    const missing = flooded.filter((id) => got[id] === undefined);
+    // Were its webhook deactivated by failed attempts, the message says so.
     const hooks = await (await fetch(`${stack.url}/admin/v1/organizations/${noisy.id}/webhooks`, { headers: admin })).json() as { items: Array<{ id: string; active: boolean; consecutiveFailures: number }> };
     const state = hooks.items.find((w) => w.id === webhook.id);
     expect(missing.length, `flooded messages never delivered (of ${flooded.length}; first: ${missing.slice(0, 3).join(", ")}; the webhook: ${JSON.stringify(state)})`).to.equal(0);
