@@ -10,7 +10,7 @@ import { checkOrigin, consoleSession, writesNeed } from "./auth/console";
 import { adminAuth } from "./auth/middleware";
 import { AuthCache } from "./auth/key-cache";
 import type { GatewayEnv } from "./env";
-import { planCovers } from "./use-cases/plans";
+import { planRefuses } from "./use-cases/plans";
 import { proxyTo } from "./routes/proxy";
 import { RateLimiter } from "./rate-limit/limiter";
 import { instrumentRateLimitSync } from "./rate-limit/metrics";
@@ -24,7 +24,7 @@ import { registerOpenApi } from "./routes/openapi";
 import { createProviderFront, isPlainProviderPost, registerProviderWebhooks } from "./routes/provider_webhooks";
 import { ApiKeys } from "./use-cases/api-keys";
 import { ConsoleSessions } from "./use-cases/console-sessions";
-import { IdempotencyScopes, isIdempotencyKey, keyedEndpoint } from "./use-cases/idempotency-scopes";
+import { IdempotencyScopes, keyedEndpoint } from "./use-cases/idempotency-scopes";
 import { listenToBroadcasts } from "./bus/broadcasts";
 import { ConsoleUsers } from "./use-cases/console-users";
 import { Organizations } from "./use-cases/organizations";
@@ -214,9 +214,7 @@ export function createGateway(deps: GatewayDeps): Gateway {
       const upstreamPath = req.originalUrl.split("?")[0].replace(/\/{2,}/g, "/");
       // A key the console sends is the organization's too (ADR 0021).
       const keyed = keyedEndpoint(req.method, upstreamPath.toLowerCase());
-      const planRefused = !planCovers(org.plan, req.method, upstreamPath);
-      if (planRefused && !(keyed && isIdempotencyKey(req.headers["idempotency-key"]))) throw ApiError.paymentRequired();
-      res.locals.planRefused = planRefused;
+      res.locals.planRefused = planRefuses(org.plan, req.method, upstreamPath, keyed, req.headers["idempotency-key"]);
       if (keyed && req.headers["idempotency-key"] !== undefined) await idempotency.check(orgId, keyed, req.headers["idempotency-key"]);
       proxy(req, res, next);
     });

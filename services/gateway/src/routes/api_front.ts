@@ -4,8 +4,8 @@ import { withRequestContext, type Logger, type RequestContext } from "@platform/
 import { httpServerSpan } from "@platform/telemetry";
 import { bearerKey, hashApiKey } from "../auth/api-keys";
 import type { AuthCache } from "../auth/key-cache";
-import { planCovers } from "../use-cases/plans";
-import { isIdempotencyKey, keyedEndpoint, type IdempotencyScopes } from "../use-cases/idempotency-scopes";
+import { planRefuses } from "../use-cases/plans";
+import { keyedEndpoint, type IdempotencyScopes } from "../use-cases/idempotency-scopes";
 import type { ForwardedRequest, ProxyHandler } from "./proxy";
 import { rateLimitHeaders, type RateLimiter } from "../rate-limit/limiter";
 
@@ -78,8 +78,7 @@ export function createApiFront(deps: {
     if (!target) throw noRoute(req, path);
     route.label = target.prefix;
     const keyed = keyedEndpoint(req.method, lower);
-    const planRefused = !planCovers(org.plan, req.method ?? "GET", lower);
-    if (planRefused && !(keyed && isIdempotencyKey(req.headers["idempotency-key"]))) throw ApiError.paymentRequired();
+    const planRefused = planRefuses(org.plan, req.method ?? "GET", lower, keyed, req.headers["idempotency-key"]);
     if (keyed && req.headers["idempotency-key"] !== undefined) await idempotency.check(org.id, keyed, req.headers["idempotency-key"]);
     (req as ForwardedRequest).forwarded = { organizationId: org.id, requestId, trace: ctx.trace, planRefused };
     target.proxy(req, res);

@@ -20,9 +20,13 @@ export const THROTTLED_RETRY_MAX_MS = 2_000;
 export const retryDelayMs = (attempt: number) => Math.min(60_000, 1_000 * 2 ** Math.max(0, attempt - 1));
 /** The provider client's code for a call that got no answer within PROVIDER_TIMEOUT_MS (it may have been accepted). */
 export const UNANSWERED_CODE = "timeout";
-/** Transient failures after which the provider may hold the message all the same: no answer, or a 2xx without an id. */
-/** Codes of an attempt that may have reached the provider and been accepted (a request that died: its key's takeover). */
-const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE, "request_died"]);
+/** A send whose request died with it stored, handed to the worker by its Idempotency-Key's retry (the key's takeover). */
+export const REQUEST_DIED = { code: "request_died", title: "The request that stored it died; its Idempotency-Key's retry handed it to the retry worker" };
+/**
+ * Attempts after which the provider may hold the message all the same: no answer, a 2xx without an id, or a request
+ * that died (perhaps during its provider call).
+ */
+const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE, REQUEST_DIED.code]);
 /** How soon a retry waiting for the status callbacks to be applied looks again. */
 const CALLBACKS_BEHIND_RETRY_MS = 1_000;
 /** The delay before the next attempt after a transient failure with provider code `code`. */

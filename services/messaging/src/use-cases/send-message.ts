@@ -4,14 +4,13 @@ import { newId } from "@platform/id";
 import { StageClock, type MessagingContext } from "../context";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { enqueue } from "@platform/bus";
-import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, REQUEST_ABANDONED, sendWorkItem } from "./deliver";
+import { attemptSend, deferToWorker, leaseMs, MAX_PACING_WAIT_MS, REQUEST_ABANDONED, REQUEST_DIED, sendWorkItem } from "./deliver";
 
 export { SERVICE_WINDOW_MS } from "./send-lookups";
 
 export type SendMessageResult = { status: 200; body: MessageResponse };
 
 const ATTEMPT_FAILED = { code: "attempt_failed", title: "The request's attempt failed unexpectedly; the retry worker sends it" };
-const TAKEN_OVER = { code: "request_died", title: "The request that stored it died; its Idempotency-Key's retry handed it to the retry worker" };
 
 /**
  * POST /api/v1/messages: channel → opt-out (over the bus, fail closed) →
@@ -115,7 +114,7 @@ export async function takeOverStoredSend(ctx: MessagingContext, organizationId: 
   if (m.status === "pending" && m.lease_until !== null && m.attempts === 1 && m.template_job_id === null) {
     // The dead request may have been in its provider call: the worker waits as for an unanswered call (and for the
     // callbacks stored by then), so that the provider's callback settles a call it accepted.
-    await deferToWorker(ctx, m, Math.max(0, m.lease_until.getTime() + ctx.env.PROVIDER_UNANSWERED_RETRY_MS - Date.now()), TAKEN_OVER);
+    await deferToWorker(ctx, m, Math.max(0, m.lease_until.getTime() + ctx.env.PROVIDER_UNANSWERED_RETRY_MS - Date.now()), REQUEST_DIED);
   } else if (m.status === "cancelled" && m.error_code === REQUEST_ABANDONED.code && m.template_job_id === null) {
     await ctx.db.transaction(async (tx) => {
       const revived = await messagesRepository.reviveAbandoned(tx, m.id);
