@@ -6,10 +6,10 @@ import {
   type TemplateMessageInput,
   type TextMessageInput,
 } from "./bodies";
-import { classifyResponse, type ProviderResult } from "./result";
+import { classifyResponse, type ProviderFailure, type ProviderResult } from "./result";
 import { currentRequestContext } from "@platform/logging";
 import { httpClientSpan, tracingEnabled } from "@platform/telemetry";
-import { post as postOnce } from "@platform/runtime";
+import { post as postOnce, type PostAnswer } from "@platform/runtime";
 
 export interface ProviderClientOptions {
   /** e.g. `https://graph.facebook.com/v21.0` or the simulator's URL; may carry a path prefix. */
@@ -17,6 +17,11 @@ export interface ProviderClientOptions {
   accessToken: string;
   /** Bounds one call, from sending the request to reading the whole answer. Default 10000. */
   timeoutMs?: number;
+  /**
+   * A call sent and still unanswered at `timeoutMs` is answered `timeout` then, and its answer is still read for this
+   * much longer: `late` on the result (a provider that took the message and answered late has it). Default 0: none.
+   */
+  lateAnswerMs?: number;
   /** Keep-alive sockets to the provider. Default 128. */
   connections?: number;
   /** Called once per call with its result and duration (metrics, e.g. packages/http's `providerCallObserver`). */
@@ -34,7 +39,7 @@ export interface SendTemplateInput extends TemplateMessageInput {
 export interface ProviderClient {
   sendText(input: SendTextInput): Promise<ProviderResult>;
   sendTemplate(input: SendTemplateInput): Promise<ProviderResult>;
-  /** Waits for in-flight calls, then closes the sockets. */
+  /** Ends the waits for late answers (answered `timeout`), waits for in-flight calls, then closes the sockets. */
   close(): Promise<void>;
 }
 
@@ -42,6 +47,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   const base = new URL(options.baseUrl);
   const pathPrefix = base.pathname.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const lateMs = options.lateAnswerMs ?? 0;
+  /** The waits for late answers under way: ended by `close`. */
+  const lateWaits = new Set<() => void>();
   // One pool of keep-alive sockets to the one origin: a new TLS/TCP handshake
   // per message would cap us far below the 1,000 sends/s we need.
   const pool = new Pool(base.origin, {
@@ -82,9 +90,25 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
    * `post` of @platform/runtime: no body stream, abort signal or AsyncResource per call.
    */
   async function call(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
-    const answer = await postOnce(pool, { origin: base.origin, path: `${pathPrefix}/${encodeURIComponent(phoneNumberId)}/messages` }, headers, JSON.stringify(body), { timeoutMs });
+    const answer = await postOnce(pool, { origin: base.origin, path: `${pathPrefix}/${encodeURIComponent(phoneNumberId)}/messages` }, headers, JSON.stringify(body), {
+      timeoutMs,
+      lateMs,
+    });
+    return resultOf(answer);
+  }
+
+  function resultOf(answer: PostAnswer, waited = timeoutMs): ProviderResult {
     if (answer.timedOut) {
-      return { ok: false, kind: "transient", code: "timeout", title: `no answer within ${timeoutMs} ms`, httpStatus: null };
+      const unanswered: ProviderFailure = { ok: false, kind: "transient", code: "timeout", title: `no answer within ${waited} ms`, httpStatus: null };
+      if (answer.late && answer.endLate) {
+        const endLate = answer.endLate;
+        lateWaits.add(endLate);
+        unanswered.late = answer.late.then((late) => {
+          lateWaits.delete(endLate);
+          return resultOf(late, timeoutMs + lateMs);
+        });
+      }
+      return unanswered;
     }
     if (answer.status === null || answer.body === null) {
       const e = answer.error as { code?: string; message?: string } | null;
@@ -102,6 +126,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   return {
     sendText: (input) => post(input.phoneNumberId, buildTextBody(input)),
     sendTemplate: (input) => post(input.phoneNumberId, buildTemplateBody(input)),
-    close: () => pool.close(),
+    close: () => {
+      for (const endLate of [...lateWaits]) endLate();
+      return pool.close();
+    },
   };
 }

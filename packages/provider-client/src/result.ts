@@ -19,6 +19,11 @@ export interface ProviderFailure {
   title: string;
   /** null when no HTTP answer arrived (timeout, connection error). */
   httpStatus: number | null;
+  /**
+   * A `timeout` of a call that was sent, with the client's `lateAnswerMs`: the call's answer after all (`timeout`
+   * again, without `late`, when none came in time).
+   */
+  late?: Promise<ProviderResult>;
 }
 
 export type ProviderResult = ProviderSuccess | ProviderFailure;

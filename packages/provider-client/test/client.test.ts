@@ -146,6 +146,31 @@ describe("createProviderClient", () => {
     expect(result).to.include({ ok: false, kind: "transient", code: "timeout", httpStatus: null });
   });
 
+  it("with lateAnswerMs, a timed-out call's late answer is given as `late`: accepted, refused, or nothing in time", async () => {
+    const patient = createProviderClient({ baseUrl, accessToken: "tok", timeoutMs: 100, lateAnswerMs: 5_000 });
+    try {
+      next = { status: 200, body: JSON.stringify({ messages: [{ id: "wamid.late" }] }), delayMs: 400 };
+      const accepted = await patient.sendText({ phoneNumberId: "pn", to: "+1555", text: "x" });
+      expect(accepted).to.include({ ok: false, kind: "transient", code: "timeout" });
+      expect(await (accepted as { late?: Promise<unknown> }).late).to.deep.equal({ ok: true, providerMessageId: "wamid.late" });
+
+      next = { ...error(400, 131026, "undeliverable"), delayMs: 400 };
+      const refused = await patient.sendText({ phoneNumberId: "pn", to: "+1555", text: "x" });
+      expect(await (refused as { late?: Promise<unknown> }).late).to.include({ ok: false, kind: "permanent", code: "131026" });
+
+      // Closing the client ends the waits still under way: answered as unanswered, with nothing more to wait for.
+      next = { status: 200, body: JSON.stringify({ messages: [{ id: "never" }] }), delayMs: 3_000 };
+      const unanswered = await patient.sendText({ phoneNumberId: "pn", to: "+1555", text: "x" });
+      const closing = patient.close();
+      const late = await (unanswered as { late?: Promise<{ late?: unknown }> }).late;
+      expect(late).to.include({ ok: false, code: "timeout" });
+      expect(late?.late).to.equal(undefined);
+      await closing;
+    } finally {
+      await patient.close().catch(() => undefined);
+    }
+  });
+
   it("a call that timed out waiting for a connection is never sent later (its retry would send the message twice)", async () => {
     // One connection, held by a slow call: the second waits for it past its timeout.
     const single = createProviderClient({ baseUrl, accessToken: "tok", timeoutMs: 300, connections: 1 });

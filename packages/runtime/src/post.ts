@@ -14,6 +14,12 @@ export interface PostOptions {
   timeoutMs?: number;
   /** Stop reading the answer's body after this many bytes (the connection is then closed, not reused). */
   readLimit?: number;
+  /**
+   * A call already sent when `timeoutMs` ran out is not ended then: its answer is still read for this much longer and
+   * given by `late` (a provider that took a message and answered late has it, and its answer says so). A call still
+   * waiting for a connection is ended at `timeoutMs` as without it: it was never sent.
+   */
+  lateMs?: number;
 }
 
 /**
@@ -26,6 +32,12 @@ export interface PostAnswer {
   error: Error | null;
   /** The call was ended by `timeoutMs`. */
   timedOut: boolean;
+  /**
+   * With `lateMs`, a call that timed out after it was sent: what came back within `lateMs` more (`timedOut` again
+   * when nothing did). `endLate` ends the wait at once (answered as a timeout), e.g. when the process stops.
+   */
+  late?: Promise<PostAnswer>;
+  endLate?: () => void;
 }
 
 export class PostTimeoutError extends Error {
@@ -43,40 +55,52 @@ export function post(
   opts: PostOptions = {},
 ): Promise<PostAnswer> {
   return new Promise<PostAnswer>((resolve) => {
-    let settled = false;
+    /** Who gets the call's outcome: the caller; after a timeout with `lateMs`, the late answer; nobody once given. */
+    let receiver: ((answer: PostAnswer) => void) | undefined = resolve;
     let status: number | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
     let controller: Dispatcher.DispatchController | undefined;
-    let timedOut = false;
     let timer: NodeJS.Timeout | undefined;
-    const settle = (answer: Omit<PostAnswer, "timedOut">): void => {
-      if (settled) return;
-      settled = true;
+    const give = (answer: PostAnswer): void => {
+      const to = receiver;
+      receiver = undefined;
       if (timer) clearTimeout(timer);
-      resolve({ ...answer, timedOut });
+      to?.(answer);
     };
+    const settle = (answer: Omit<PostAnswer, "timedOut">): void => give({ ...answer, timedOut: false });
     const answered = (): void => settle({ status, body: Buffer.concat(chunks, size), error: null });
+    /** Ends the call as unanswered after `ms`. Not yet on a socket (waiting for one): ended when it gets there, in onRequestStart. */
+    const timeOut = (ms: number): void => {
+      const error = new PostTimeoutError(ms);
+      give({ status, body: null, error, timedOut: true });
+      controller?.abort(error);
+    };
     if (opts.timeoutMs !== undefined) {
+      const timeoutMs = opts.timeoutMs;
       timer = setTimeout(() => {
-        timedOut = true;
-        const error = new PostTimeoutError(opts.timeoutMs!);
-        settle({ status, body: null, error });
-        // Not yet on a socket (waiting for one): ended when it gets there, in onRequestStart.
-        controller?.abort(error);
-      }, opts.timeoutMs);
+        timer = undefined;
+        const lateMs = opts.lateMs ?? 0;
+        if (lateMs <= 0 || !controller || !receiver) return timeOut(timeoutMs);
+        // Sent and not answered yet: the caller is told now, and the answer is still read for `lateMs` more.
+        const caller = receiver;
+        const late = new Promise<PostAnswer>((resolveLate) => (receiver = resolveLate));
+        const endLate = (): void => timeOut(timeoutMs + lateMs);
+        timer = setTimeout(endLate, lateMs);
+        caller({ status, body: null, error: new PostTimeoutError(timeoutMs), timedOut: true, late, endLate });
+      }, timeoutMs);
     }
     const readLimit = opts.readLimit ?? Infinity;
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(c) {
         controller = c;
-        if (settled) c.abort(new Error("call already ended"));
+        if (!receiver) c.abort(new Error("call already ended"));
       },
       onResponseStart(_c, statusCode) {
         status = statusCode;
       },
       onResponseData(c, chunk) {
-        if (settled) return;
+        if (!receiver) return;
         chunks.push(chunk);
         size += chunk.length;
         if (size >= readLimit) {

@@ -59,6 +59,40 @@ describe("post (one HTTP POST on an undici dispatcher)", () => {
     expect(paths).to.deep.equal(["/hold", "/after"]);
   });
 
+  it("with lateMs, a sent call answered after its timeout gives that answer as `late`", async () => {
+    handle = (_req, res) => setTimeout(() => res.writeHead(200).end("accepted"), 300);
+    const answer = await post(pool, { origin, path: "/late" }, {}, "x", { timeoutMs: 100, lateMs: 5_000 });
+    expect(answer).to.include({ status: null, body: null, timedOut: true });
+    expect(answer.late, "a late answer is awaited").to.be.instanceOf(Promise);
+    const late = await answer.late!;
+    expect(late).to.include({ status: 200, error: null, timedOut: false });
+    expect(late.body?.toString()).to.equal("accepted");
+    expect(paths).to.deep.equal(["/late"]);
+  });
+
+  it("with lateMs, the late answer is a timeout when nothing came, or when endLate ends the wait", async () => {
+    handle = (_req, res) => setTimeout(() => res.writeHead(200).end("too late"), 1_000);
+    const bounded = await post(pool, { origin, path: "/later" }, {}, "x", { timeoutMs: 50, lateMs: 100 });
+    const late = await bounded.late!;
+    expect(late).to.include({ status: null, body: null, timedOut: true });
+    expect(late.error?.message).to.equal("no answer within 150 ms");
+
+    const ended = await post(pool, { origin, path: "/ended" }, {}, "x", { timeoutMs: 50, lateMs: 60_000 });
+    ended.endLate!();
+    expect(await ended.late!).to.include({ status: null, timedOut: true });
+  });
+
+  it("with lateMs, a call still waiting for a connection at its timeout is ended then: no late answer", async () => {
+    handle = (req, res) => setTimeout(() => res.writeHead(200).end(req.url), req.url === "/hold" ? 400 : 0);
+    const held = post(pool, { origin, path: "/hold" }, {}, "x");
+    const queued = await post(pool, { origin, path: "/queued" }, {}, "x", { timeoutMs: 100, lateMs: 5_000 });
+    expect(queued).to.include({ status: null, body: null, timedOut: true });
+    expect(queued.late).to.equal(undefined);
+    expect((await held).status).to.equal(200);
+    expect((await post(pool, { origin, path: "/after" }, {}, "x")).status).to.equal(200);
+    expect(paths).to.deep.equal(["/hold", "/after"]);
+  });
+
   it("stops reading at the read limit", async () => {
     handle = (_req, res) => {
       res.writeHead(200);

@@ -38,7 +38,7 @@ export interface MessagingContext {
   contactResolver: ContactResolver;
   /** Concurrent sends' stores (with pacing slots) and sent marks: one statement and one commit per batch. */
   writes: SendWrites;
-  /** Provider acceptances still being recorded because the database refused their sent mark. */
+  /** Provider acceptances still being recorded because the database refused their sent mark, and late answers awaited. */
   accepted: AcceptedSends;
   /** How far the provider's status callbacks have been applied: a send that may have been accepted waits for it. */
   callbacks: CallbackWatermark;
@@ -70,6 +70,8 @@ export class StageClock {
  */
 export class AcceptedSends {
   private readonly recording = new Map<string, Promise<void>>();
+  /** Late answers of unanswered calls being awaited and recorded (deliver.ts, followLateAnswer). */
+  private readonly following = new Set<Promise<void>>();
   /** Set at shutdown: the recording loops give up (the stalled-send sweep of a live replica takes over). */
   stopped = false;
 
@@ -86,12 +88,19 @@ export class AcceptedSends {
     this.recording.set(messageId, tracked);
   }
 
+  /** A late answer awaited and recorded: shutdown lets it finish like the recordings. */
+  follow(work: Promise<void>): void {
+    const tracked: Promise<void> = work.finally(() => this.following.delete(tracked));
+    this.following.add(tracked);
+  }
+
   /** Shutdown: lets the recordings in progress finish, for at most `timeoutMs`. */
   async drain(timeoutMs: number): Promise<void> {
     this.stopped = true;
-    if (this.recording.size === 0) return;
+    if (this.recording.size === 0 && this.following.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.recording.values()]), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    const pending = [...this.recording.values(), ...this.following];
+    await Promise.race([Promise.allSettled(pending), new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
   }
 }

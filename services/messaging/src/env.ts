@@ -12,7 +12,8 @@ export const envShape = {
   /**
    * A provider call that got no answer in time may still have been accepted: its retry waits at least this long,
    * so the provider's status callback (it carries our message id) can settle the message first and the customer
-   * is not sent it twice. Answered failures (5xx, 130429) keep the normal backoff.
+   * is not sent it twice. Answered failures (5xx, 130429) keep the normal backoff. Until 1 s before it, the call's
+   * own answer is still read: a late acceptance settles the message at once (ADR 0027, addendum).
    */
   PROVIDER_UNANSWERED_RETRY_MS: z.coerce.number().int().min(0).max(3_600_000).default(15_000),
   /** A conversation without any message for this long is closed by the sweeper. */

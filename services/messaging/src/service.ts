@@ -1,6 +1,7 @@
 import { outboxRequestIdMigration, outboxTraceMigration } from "@platform/bus";
 import { providerCallObserver } from "@platform/http";
 import { createProviderClient } from "@platform/provider-client";
+import { lateAnswerMs } from "./use-cases/deliver";
 import type { ServiceDefinition } from "@platform/service";
 import { CallbackWatermark } from "./bus/callback-watermark";
 import { consumeProviderInbound } from "./bus/consumers/provider.inbound.consumer";
@@ -40,6 +41,7 @@ export function contextOf(deps: MessagingDeps): MessagingContext {
       baseUrl: deps.env.PROVIDER_BASE_URL,
       accessToken: deps.env.PROVIDER_ACCESS_TOKEN,
       timeoutMs: deps.env.PROVIDER_TIMEOUT_MS,
+      lateAnswerMs: lateAnswerMs(deps.env.PROVIDER_UNANSWERED_RETRY_MS),
       observe: providerCallObserver(deps.metrics),
     });
     const stages = deps.metrics?.histogram(

@@ -102,3 +102,43 @@ describe("a provider call that gets no answer", () => {
     expect(providerRequestsFor(h, id)).to.have.length(2);
   });
 });
+
+/**
+ * A call unanswered at PROVIDER_TIMEOUT_MS is still read until 1 s before its retry is due: a provider that takes the
+ * message and answers late has it, and its answer settles the send at once, with no status callback and no second call.
+ */
+describe("a provider call answered after its timeout", () => {
+  let h: Harness;
+  before(async function () {
+    this.timeout(60_000);
+    // No status callbacks: only the call's own late answer can settle the send. The retry is a minute out, so nothing
+    // but that answer can either.
+    h = await startHarness("msglateanswer", { PROVIDER_TIMEOUT_MS: "1000", PROVIDER_UNANSWERED_RETRY_MS: "60000" }, { autoStatuses: false });
+  });
+  after(async function () {
+    this.timeout(30_000);
+    await h.close();
+  });
+  afterEach(() => h.sim.setMode({ kind: "ok" }));
+
+  it("is sent once, with the provider's id, when the late answer is an acceptance", async function () {
+    this.timeout(60_000);
+    const org = newOrg();
+    const channel = await createChannel(h, org);
+    const phone = uniquePhone();
+    await receiveInbound(h, channel, phone);
+    // The provider takes the message and holds its answer until the request has been answered without it.
+    h.sim.setMode({ kind: "held", times: 1 });
+    const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "answered late" });
+    expect([res.status, res.body.providerMessageId]).to.deep.equal([200, null]);
+    const [call] = providerRequestsFor(h, res.body.id);
+    h.sim.release();
+
+    const sent = await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)[0], 20_000);
+    expect(sent.data.providerMessageId).to.equal(call.providerMessageId);
+    const record = await api(h, org).get(`/api/v1/messages/${res.body.id}`);
+    expect([record.body.status, record.body.providerMessageId, record.body.error]).to.deep.equal(["sent", call.providerMessageId, null]);
+    expect(providerRequestsFor(h, res.body.id)).to.have.length(1);
+    expect(eventsOf(h, "message.sent", (d) => d.messageId === res.body.id)).to.have.length(1);
+  });
+});

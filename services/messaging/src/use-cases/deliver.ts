@@ -1,6 +1,6 @@
 import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
 import { JOB_CANCELLED_FAILURE_CODE, MESSAGING_SUBJECTS, OPTED_OUT_FAILURE_CODE, TEMPLATE_JOBS_RPC } from "@platform/contracts";
-import { THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE } from "@platform/provider-client";
+import { THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE, type ProviderResult } from "@platform/provider-client";
 import type { MessagingContext, StageClock } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
@@ -27,6 +27,11 @@ export const REQUEST_DIED = { code: "request_died", title: "The request that sto
  * that died (perhaps during its provider call).
  */
 const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE, REQUEST_DIED.code]);
+/**
+ * How long a call unanswered at PROVIDER_TIMEOUT_MS is still read (the provider client's `lateAnswerMs`): until 1 s
+ * before its retry is due, so that a late answer is recorded before any retry, here or on another replica, can start.
+ */
+export const lateAnswerMs = (unansweredRetryMs: number) => Math.max(0, unansweredRetryMs - 1_000);
 /** How soon a retry waiting for the status callbacks to be applied looks again. */
 const CALLBACKS_BEHIND_RETRY_MS = 1_000;
 /** The delay before the next attempt after a transient failure with provider code `code`. */
@@ -300,11 +305,34 @@ async function checkAndCall(
   }
   ctx.log.warn({ messageId: message.id, attempt, code: result.code, httpStatus: result.httpStatus }, "provider send failed transiently");
   if (MAY_HAVE_BEEN_ACCEPTED.has(result.code)) {
-    // The provider may have accepted it: give its status callback time to settle the message before sending again.
+    // The provider may have accepted it: give its status callback time to settle the message before sending again,
+    // and the call itself time to answer late (a slow provider's acceptance settles it then, without a callback).
+    if (result.late) ctx.accepted.follow(followLateAnswer(ctx, message, attempt, result.late));
     const delayMs = Math.max(transientRetryDelayMs(attempt, result.code), ctx.env.PROVIDER_UNANSWERED_RETRY_MS);
     return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts, delayMs);
   }
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
+}
+
+/**
+ * The late answer of attempt `attempt`, whose call was sent and went unanswered within PROVIDER_TIMEOUT_MS: accepted
+ * after all, the message is `sent` with the provider's id and one `message.sent` (its scheduled retry then finds
+ * nothing to do; one call, where a retry would have been a second send); refused for good, it is `failed` with
+ * `message.failed`. Nothing in time, or a transient answer: the retry stands as scheduled.
+ */
+async function followLateAnswer(ctx: MessagingContext, message: MessageRow, attempt: number, late: Promise<ProviderResult>): Promise<void> {
+  const result = await late;
+  try {
+    if (result.ok) {
+      const outcome = await recordAccepted(ctx, message, attempt, result.providerMessageId);
+      ctx.log.info({ messageId: message.id, attempt, providerMessageId: result.providerMessageId, outcome: outcome.kind }, "provider accepted the send after the timeout");
+    } else if (result.kind === "permanent") {
+      await recordFailed(ctx, message, attempt, { code: result.code, title: result.title });
+      ctx.log.info({ messageId: message.id, attempt, code: result.code }, "provider refused the send after the timeout");
+    }
+  } catch (err) {
+    ctx.log.error({ messageId: message.id, attempt, err: (err as Error).message }, "recording the provider's late answer failed; the scheduled retry stands");
+  }
 }
 
 /** Attempt `attempt` ends the message: `failed` with its event, unless something else settled it meanwhile. */
