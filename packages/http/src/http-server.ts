@@ -22,7 +22,13 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * A connection that is already reset or no longer writable is destroyed, as node does.
  */
 export function createHttpServer(listener: RequestListener, options: ServerOptions = {}): Server {
+  let draining = false;
   const server = createServer({ ...options, requireHostHeader: false }, (req, res) => {
+    // Stopping: the connection closes once this answer is out, so a keep-alive client moves on (see drainHttpServer).
+    if (draining) {
+      res.setHeader("Connection", "close");
+      res.once("finish", () => req.socket.end());
+    }
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
       refuse(res, { code: "VALIDATION_ERROR", message: "An HTTP/1.1 request needs a Host header", details: [{ path: "headers.host", message: "required" }] });
       return;
@@ -42,7 +48,31 @@ export function createHttpServer(listener: RequestListener, options: ServerOptio
     }
     answerOnSocket(socket, refusalOf(err, options.maxHeaderSize ?? maxHeaderSize));
   });
+  startDraining.set(server, () => (draining = true));
   return server;
+}
+
+const startDraining = new WeakMap<Server, () => void>();
+/** How often a draining server closes the connections that wait idle between two requests. */
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Stops a server made by `createHttpServer` the way a pod is drained: no new connection, every request already
+ * received (or still arriving on an open connection) answered, each connection closed after its answer (with
+ * `Connection: close`) or as soon as it is idle. Resolves once the last connection is gone. `server.close()` alone
+ * leaves keep-alive connections open for as long as their client keeps them busy: under steady load a stopping
+ * service answered for as long as it was let live and was then killed with requests in flight.
+ */
+export function drainHttpServer(server: Server): Promise<void> {
+  startDraining.get(server)?.();
+  return new Promise<void>((resolve) => {
+    const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+    server.close(() => {
+      clearInterval(sweep);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
 }
 
 function refusalOf(err: ClientError, headerLimit: number): Refusal {

@@ -1,7 +1,7 @@
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { expect } from "chai";
-import { createHttpServer } from "../src";
+import { createHttpServer, drainHttpServer } from "../src";
 
 /** Writes raw bytes on a fresh connection and reads until the server closes it: status, headers, body. */
 function rawExchange(port: number, bytes: string): Promise<{ status: number; headers: Record<string, string>; body: string; rest: string }> {
@@ -118,5 +118,52 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
     expect(res.status).to.equal(200);
     expect(res.body).to.equal("ok");
     expect(handled).to.deep.equal(["/http-1.0", "/after-refusal", "/well-formed"]);
+  });
+});
+
+describe("http kit: drainHttpServer", () => {
+  it("stops a server whose keep-alive connections a client keeps busy, every answer given whole", async function () {
+    this.timeout(30_000);
+    const server = createHttpServer((req, res) => {
+      req.resume();
+      req.on("end", () => setTimeout(() => res.end("ok"), 2));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    let running = true;
+    const answers: Array<{ status: number; connection: string | undefined; body: string }> = [];
+    const one = () =>
+      new Promise<void>((resolve) => {
+        const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/", agent }, (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => (body += c));
+          res.on("end", () => {
+            answers.push({ status: res.statusCode!, connection: res.headers.connection, body });
+            resolve();
+          });
+        });
+        // A connection closed as the client reused it: the keep-alive race every HTTP client knows; it tries again.
+        req.on("error", () => setTimeout(resolve, 5));
+        req.end("x");
+      });
+    const loops = Array.from({ length: 8 }, async () => {
+      while (running) await one();
+    });
+    try {
+      while (answers.length < 50) await new Promise((r) => setTimeout(r, 10));
+      const drained = drainHttpServer(server).then(() => "drained");
+      // Without the drain, `server.close()` waits for as long as the client keeps its connections busy: forever here.
+      const outcome = await Promise.race([drained, new Promise((r) => setTimeout(() => r("still serving"), 15_000))]);
+      expect(outcome).to.equal("drained");
+      expect(answers.filter((a) => a.status !== 200 || a.body !== "ok")).to.deep.equal([]);
+      // Connections busy when the drain began were told to close after their answer.
+      expect(answers.some((a) => a.connection === "close")).to.equal(true);
+    } finally {
+      running = false;
+      await Promise.all(loops);
+      agent.destroy();
+      server.closeAllConnections();
+    }
   });
 });

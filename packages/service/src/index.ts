@@ -6,7 +6,7 @@ import { z } from "zod";
 import { Bus, OutboxRelay } from "@platform/bus";
 import { internalServiceEnv, parseEnv } from "@platform/config";
 import { openDatabase, pingDatabase, poolWaiting, type DatabaseOptions } from "@platform/db";
-import { createHttpServer, createMetrics, createServiceHandler, instrumentBus, instrumentOutbox, type JsonRoute, type LargeBodies, type Metrics } from "@platform/http";
+import { createHttpServer, createMetrics, createServiceHandler, drainHttpServer, instrumentBus, instrumentOutbox, type JsonRoute, type LargeBodies, type Metrics } from "@platform/http";
 import { createLogger, type Logger } from "@platform/logging";
 import { SUBJECTS } from "@platform/contracts";
 import { CpuPressure, Lifecycle, LoadGate, waitFor } from "@platform/runtime";
@@ -174,7 +174,7 @@ async function boot<S extends z.ZodRawShape>(
     s.listen(env.PORT, env.HOST, () => resolve(s));
   });
   server.keepAliveTimeout = 65_000;
-  lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));
+  lifecycle.onStop("http", () => drainHttpServer(server));
   const port = (server.address() as AddressInfo).port;
   log.info({ port }, "service listening");
   return { deps, url: `http://127.0.0.1:${port}`, port, server, loadGate: gate, stop: () => lifecycle.stop() };

@@ -300,6 +300,8 @@ export async function checkDatabaseLogin(databaseUrl: string): Promise<string | 
 }
 
 const COLORS = [36, 35, 33, 32, 34, 91, 96];
+/** How long a process has to stop after SIGTERM before the runner kills it (a pod's grace period, shortened). */
+const STOP_GRACE_MS = 10_000;
 
 /**
  * One line of a process's output as the runner prints it: the process's name in front. With `rawJson` (`npm start` off
@@ -490,16 +492,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         new Promise<void>((resolve) => {
           const child = p.child;
           if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
-          const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+          const timer = setTimeout(() => {
+            log(formatLine("stack", `${p.name} did not stop within ${STOP_GRACE_MS / 1000} s of SIGTERM; killing it`, pretty, 37));
+            child.kill("SIGKILL");
+          }, STOP_GRACE_MS);
           child.once("exit", () => {
             clearTimeout(timer);
             resolve();
           });
           child.kill("SIGTERM");
         });
-      // The services drain first (a provider call in flight gets its answer), the bundled provider simulator after.
-      await Promise.all(procs.filter((p) => p.name !== "provider-simulator").map(end));
-      await Promise.all(procs.filter((p) => p.name === "provider-simulator").map(end));
+      // As a rolling stop would: the gateways first (no new request comes in; those in flight are answered by services
+      // still up), then the services (a provider call in flight gets its answer), the bundled provider simulator last.
+      const tiers = [
+        procs.filter((p) => p.name === "gateway" || p.name.startsWith("gateway-")),
+        procs.filter((p) => p.name !== "provider-simulator" && p.name !== "gateway" && !p.name.startsWith("gateway-")),
+        procs.filter((p) => p.name === "provider-simulator"),
+      ];
+      for (const tier of tiers) await Promise.all(tier.map(end));
     },
   };
   return stack;

@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import { Bus } from "@platform/bus";
 import { parseEnv } from "@platform/config";
 import { openDatabase } from "@platform/db";
-import { createHttpServer } from "@platform/http";
+import { createHttpServer, drainHttpServer } from "@platform/http";
 import { createLogger } from "@platform/logging";
 import { Lifecycle, waitFor } from "@platform/runtime";
 import { startTracing } from "@platform/telemetry";
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  lifecycle.onStop("http", () => new Promise<void>((resolve) => server.close(() => resolve())));
+  lifecycle.onStop("http", () => drainHttpServer(server));
   log.info({ port: env.PORT }, "gateway listening");
 }
 
