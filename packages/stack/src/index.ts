@@ -226,6 +226,23 @@ export function reachable(host: string, port: number, timeoutMs = 1_000): Promis
 export const SERVICE_NODE_ARGS = ["--max-old-space-size=128"];
 
 export const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/messaging";
+
+/**
+ * The bus namespace of a stack started without BUS_NAMESPACE: none for the default database, else the database's
+ * name (as BUS_NAMESPACE allows it: lowercase letters, digits and _). Two stacks given different databases then stay
+ * apart even when their NATS_URLs name one server (`localhost` and `127.0.0.1`, say): on one namespace, each took the
+ * other's provider batches and dropped them as for an unknown number.
+ */
+export function defaultNamespace(databaseUrl: string): string {
+  let name: string;
+  try {
+    name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  } catch {
+    return "";
+  }
+  if (name === "" || name === new URL(DEFAULT_DATABASE_URL).pathname.slice(1)) return "";
+  return name.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 48);
+}
 export const DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
 /**
@@ -349,6 +366,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     ...(opts.namespace !== undefined ? { BUS_NAMESPACE: opts.namespace } : {}),
     ...opts.env,
   };
+  base.BUS_NAMESPACE ??= defaultNamespace(base.DATABASE_URL);
   delete base.PORT;
 
   const procs: Proc[] = [];

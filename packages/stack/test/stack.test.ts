@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { expect } from "chai";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
-import { checkDatabaseLogin, checkDependencies, discoverServices, freePort, reachable, REPO_ROOT, roundRobin } from "../src";
+import { checkDatabaseLogin, checkDependencies, defaultNamespace, discoverServices, freePort, reachable, REPO_ROOT, roundRobin } from "../src";
 
 const ephemeralLow = () => Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]);
 
@@ -54,6 +54,13 @@ describe("stack runner", () => {
     } finally {
       await balancer.close();
     }
+  });
+
+  it("keeps stacks on different databases apart on one NATS: the bus namespace defaults to the database's name", () => {
+    expect(defaultNamespace("postgres://postgres@127.0.0.1:5432/messaging")).to.equal("");
+    expect(defaultNamespace("postgres://postgres@127.0.0.1:5432/Suite-Run.2")).to.equal("suite_run_2");
+    expect(defaultNamespace("postgres://postgres@localhost/other")).to.equal("other");
+    expect(defaultNamespace("postgres://postgres@localhost")).to.equal("");
   });
 
   it("discovers the built services", () => {
