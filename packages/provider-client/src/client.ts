@@ -39,7 +39,9 @@ export interface SendTemplateInput extends TemplateMessageInput {
 export interface ProviderClient {
   sendText(input: SendTextInput): Promise<ProviderResult>;
   sendTemplate(input: SendTemplateInput): Promise<ProviderResult>;
-  /** Ends the waits for late answers (answered `timeout`), waits for in-flight calls, then closes the sockets. */
+  /** Ends the waits for late answers at once: each `late` is answered `timeout` (a stopping process records none). */
+  endLateWaits(): void;
+  /** Ends the waits for late answers, waits for in-flight calls, then closes the sockets. */
   close(): Promise<void>;
 }
 
@@ -60,6 +62,10 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     connect: { timeout: timeoutMs },
   });
   const headers = { authorization: `Bearer ${options.accessToken}`, "content-type": "application/json", accept: "application/json" };
+
+  const endLateWaits = (): void => {
+    for (const endLate of [...lateWaits]) endLate();
+  };
 
   const observe = options.observe;
   async function post(phoneNumberId: string, body: MessageBody): Promise<ProviderResult> {
@@ -126,8 +132,9 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
   return {
     sendText: (input) => post(input.phoneNumberId, buildTextBody(input)),
     sendTemplate: (input) => post(input.phoneNumberId, buildTemplateBody(input)),
+    endLateWaits,
     close: () => {
-      for (const endLate of [...lateWaits]) endLate();
+      endLateWaits();
       return pool.close();
     },
   };

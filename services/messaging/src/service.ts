@@ -83,7 +83,8 @@ export const definition: ServiceDefinition<typeof envShape> = {
     await consumeSendWork(ctx);
     const stopSweeper = startSweeper(ctx);
     const stopWatermark = ctx.callbacks.start();
-    return [() => ctx.provider.close(), stopSweeper, stopWatermark, () => ctx.accepted.drain(5_000)];
+    // Stopped last to first: late answers are no longer waited for (their retries stand), then the recordings drain.
+    return [() => ctx.provider.close(), stopSweeper, stopWatermark, () => ctx.accepted.drain(5_000), () => ctx.provider.endLateWaits()];
   },
 };
 
