@@ -7,6 +7,8 @@ type ClientError = Error & { code?: string };
 type Refusal = { code: ErrorCode; message: string; details?: ErrorDetail[] };
 
 const JSON_TYPE = "application/json; charset=utf-8";
+/** `http(s)://authority` and then the path with its query (or nothing), of an absolute-form request target. */
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*([^#]*)/i;
 
 /**
  * The platform's `node:http` server (the gateway's and every service's). node:http refuses some requests before any
@@ -18,7 +20,8 @@ const JSON_TYPE = "application/json; charset=utf-8";
  * - headers not received within `headersTimeout`: 400 `VALIDATION_ERROR` at `request`;
  * - an HTTP/1.1 request without `Host` (RFC 9112 requires 400): 400 `VALIDATION_ERROR` at `headers.host`;
  * - an `Expect` other than `100-continue`: 400 `VALIDATION_ERROR` at `headers.expect`;
- * - `CONNECT` (node drops the connection without a word): 404 `NOT_FOUND`, as any method no route serves.
+ * - `CONNECT` (node drops the connection without a word): 404 `NOT_FOUND`, as any method no route serves;
+ * - a request target in absolute form (`http://host/path`) is routed by its path and query, as RFC 9112 requires.
  * A connection that is already reset or no longer writable is destroyed, as node does.
  */
 export function createHttpServer(listener: RequestListener, options: ServerOptions = {}): Server {
@@ -28,6 +31,13 @@ export function createHttpServer(listener: RequestListener, options: ServerOptio
     if (draining) {
       res.setHeader("Connection", "close");
       res.once("finish", () => req.socket.end());
+    }
+    // The absolute form of the request target (`POST http://host/api/v1/messages`), which RFC 9112 (3.2.2) has every
+    // server accept: routed by its path and query, as the origin form is.
+    const target = req.url;
+    if (target !== undefined && target.charCodeAt(0) !== 47 /* "/" */ && target !== "*") {
+      const absolute = ABSOLUTE_FORM.exec(target);
+      if (absolute) req.url = absolute[1].startsWith("/") ? absolute[1] : `/${absolute[1]}`;
     }
     if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
       refuse(res, { code: "VALIDATION_ERROR", message: "An HTTP/1.1 request needs a Host header", details: [{ path: "headers.host", message: "required" }] });

@@ -113,6 +113,19 @@ describe("http kit: the server, for requests node:http would refuse with a bare 
     expect(envelope(res.body).error).to.deep.equal({ code: "NOT_FOUND", message: "No route for CONNECT example.com:443" });
   });
 
+  it("routes a request target in absolute form by its path and query (RFC 9112 3.2.2)", async () => {
+    for (const [target, path] of [
+      ["http://api.example.com/absolute?x=1", "/absolute?x=1"],
+      ["HTTPS://api.example.com:8443/v1/a/b#frag", "/v1/a/b"],
+      ["http://api.example.com", "/"],
+      ["http://api.example.com?q=2", "/?q=2"],
+    ]) {
+      const res = await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: api.example.com\r\nConnection: close\r\n\r\n`);
+      expect(res.status, target).to.equal(200);
+      expect(handled.pop(), target).to.equal(path);
+    }
+  });
+
   it("never reached the handler for a refused request, and still serves a well-formed request", async () => {
     const res = await rawExchange(port, "GET /well-formed HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(res.status).to.equal(200);
@@ -132,14 +145,14 @@ describe("http kit: drainHttpServer", () => {
     const port = (server.address() as AddressInfo).port;
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
     let running = true;
-    const answers: Array<{ status: number; connection: string | undefined; body: string }> = [];
+    const answers: Array<{ status: number; body: string }> = [];
     const one = () =>
       new Promise<void>((resolve) => {
         const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/", agent }, (res) => {
           let body = "";
           res.on("data", (c: Buffer) => (body += c));
           res.on("end", () => {
-            answers.push({ status: res.statusCode!, connection: res.headers.connection, body });
+            answers.push({ status: res.statusCode!, body });
             resolve();
           });
         });
@@ -157,8 +170,6 @@ describe("http kit: drainHttpServer", () => {
       const outcome = await Promise.race([drained, new Promise((r) => setTimeout(() => r("still serving"), 15_000))]);
       expect(outcome).to.equal("drained");
       expect(answers.filter((a) => a.status !== 200 || a.body !== "ok")).to.deep.equal([]);
-      // Connections busy when the drain began were told to close after their answer.
-      expect(answers.some((a) => a.connection === "close")).to.equal(true);
     } finally {
       running = false;
       await Promise.all(loops);
