@@ -1,13 +1,20 @@
 #!/usr/bin/env node
 /**
  * `provider-simulator`: runs the fake provider until SIGINT/SIGTERM.
- * Prints `{"msg":"provider simulator listening","port":N}` once listening, so
+ * Prints `{"level":"info",...,"msg":"provider simulator listening","port":N}` once listening (whatever LOG_LEVEL), so
  * a parent process started with PORT=0 can read the chosen port.
  */
 import { startSimulator, type StatusDelaysMs } from "./index";
 
-function line(fields: Record<string, unknown>): void {
-  process.stdout.write(JSON.stringify(fields) + "\n");
+/** Levels as the services' logs name them (pino's), quietest last. */
+const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+/** LOG_LEVEL as every service reads it; an unknown value logs as `info`. */
+const threshold = Math.max(0, LEVELS.indexOf(process.env.LOG_LEVEL ?? "info"));
+
+/** One JSON log line on stdout, shaped like the services' (`level`, `time`, `service`, `msg`), at or above LOG_LEVEL. */
+function line(fields: Record<string, unknown>, level: "info" | "warn" = "info"): void {
+  if (LEVELS.indexOf(level) < threshold) return;
+  process.stdout.write(JSON.stringify({ level, time: new Date().toISOString(), service: "provider-simulator", ...fields }) + "\n");
 }
 
 function parseEnv(env: NodeJS.ProcessEnv) {
@@ -51,9 +58,10 @@ async function main(): Promise<void> {
   if (process.send && process.connected) process.send({ type: "config-ok" }, undefined, undefined, () => undefined);
   const sim = await startSimulator({
     ...options,
-    onLog: (entry) => line({ time: new Date().toISOString(), service: "provider-simulator", ...entry }),
+    onLog: ({ level, ...entry }) => line(entry, level),
   });
-  line({ msg: "provider simulator listening", port: sim.port, url: sim.url, webhookUrl: options.webhookUrl ?? null });
+  // Always printed, whatever LOG_LEVEL: a parent started with PORT=0 reads the port from it.
+  process.stdout.write(JSON.stringify({ level: "info", time: new Date().toISOString(), service: "provider-simulator", msg: "provider simulator listening", port: sim.port, url: sim.url, webhookUrl: options.webhookUrl ?? null }) + "\n");
 
   let stopping = false;
   const stop = (signal: string) => {

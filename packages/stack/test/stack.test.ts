@@ -115,6 +115,9 @@ describe("npm start (the stack in the foreground)", function () {
       .map((l) => JSON.parse(l) as { service?: string; level?: unknown; msg?: string });
     expect(logged.some((r) => r.service === "gateway" && r.msg === "gateway listening")).to.equal(true);
     for (const service of ["messaging", "contacts"]) expect(logged.some((r) => r.service === service && r.msg === "service listening"), service).to.equal(true);
+    // Every JSON line is shaped alike, the bundled simulator's too: a level and a time.
+    expect(logged.some((r) => r.service === "provider-simulator" && r.msg === "provider simulator listening")).to.equal(true);
+    expect(logged.filter((r) => typeof r.level !== "string" || typeof (r as { time?: unknown }).time !== "string")).to.deep.equal([]);
     expect(processesOfStack().length).to.be.greaterThan(4);
     run.child.kill("SIGTERM");
     expect(await run.exited).to.equal(0);
