@@ -6,7 +6,7 @@ import {
   type TemplateMessageInput,
   type TextMessageInput,
 } from "./bodies";
-import { classifyResponse, type ProviderFailure, type ProviderResult } from "./result";
+import { classifyResponse, CONNECTION_LOST_CODE, UNREADABLE_SUCCESS_CODE, type ProviderFailure, type ProviderResult } from "./result";
 import { currentRequestContext } from "@platform/logging";
 import { httpClientSpan, tracingEnabled } from "@platform/telemetry";
 import { post as postOnce, type PostAnswer } from "@platform/runtime";
@@ -118,13 +118,14 @@ export function createProviderClient(options: ProviderClientOptions): ProviderCl
     }
     if (answer.status === null || answer.body === null) {
       const e = answer.error as { code?: string; message?: string } | null;
-      return {
-        ok: false,
-        kind: "transient",
-        code: "network_error",
-        title: [e?.code, e?.message].filter(Boolean).join(": ") || "request failed",
-        httpStatus: null,
-      };
+      const why = [e?.code, e?.message].filter(Boolean).join(": ") || "request failed";
+      // A 2xx whose body was cut off: the provider took the message, its id is lost (as for a 2xx without one).
+      if (answer.status !== null && answer.status >= 200 && answer.status < 300) {
+        return { ok: false, kind: "transient", code: UNREADABLE_SUCCESS_CODE, title: `provider answered ${answer.status}, its body cut off: ${why}`, httpStatus: answer.status };
+      }
+      // The request went out and the connection ended before an answer: the provider may have taken it.
+      if (answer.sent && answer.status === null) return { ok: false, kind: "transient", code: CONNECTION_LOST_CODE, title: `connection lost before an answer: ${why}`, httpStatus: null };
+      return { ok: false, kind: "transient", code: "network_error", title: why, httpStatus: answer.status };
     }
     return classifyResponse(answer.status, answer.body.toString("utf8"));
   }

@@ -14,5 +14,5 @@ export type {
   TextMessageBody,
   TextMessageInput,
 } from "./bodies";
-export { classifyResponse, THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE } from "./result";
+export { classifyResponse, CONNECTION_LOST_CODE, THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE } from "./result";
 export type { ProviderFailure, ProviderResult, ProviderSuccess } from "./result";

@@ -14,7 +14,7 @@ export interface ProviderSuccess {
 export interface ProviderFailure {
   ok: false;
   kind: "transient" | "permanent";
-  /** The provider's error code (e.g. `"130429"`), or `timeout`, `network_error`, `invalid_response`, `unreadable_success`. */
+  /** The provider's error code (e.g. `"130429"`), or `timeout`, `connection_lost`, `network_error`, `invalid_response`, `unreadable_success`. */
   code: string;
   title: string;
   /** null when no HTTP answer arrived (timeout, connection error). */
@@ -54,6 +54,13 @@ function parseJson(text: string): unknown {
  * retried only after its status callback (which carries our message id) had time to settle it, as after a timeout.
  */
 export const UNREADABLE_SUCCESS_CODE = "unreadable_success";
+
+/**
+ * The code of a call whose request went out on a connection that then ended before any answer (reset, closed). The
+ * provider may have taken the message: like a timeout, it is retried only after its status callback had time to
+ * settle it. A call that never had a connection (refused, unreachable) is `network_error`: never sent.
+ */
+export const CONNECTION_LOST_CODE = "connection_lost";
 
 /** HTTP statuses that mean "not now" rather than "never": transient even without the provider's error body. */
 const TRANSIENT_HTTP = new Set([408, 429]);

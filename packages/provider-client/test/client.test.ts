@@ -1,6 +1,6 @@
 import { expect } from "chai";
 import express from "express";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { classifyResponse, createProviderClient, type ProviderClient } from "../src";
 
@@ -186,6 +186,24 @@ describe("createProviderClient", () => {
       expect(seen.map((s) => s.path)).to.deep.equal(["/v21.0/pn-first/messages", "/v21.0/pn-third/messages"]);
     } finally {
       await single.close();
+    }
+  });
+
+  it("a connection lost after the request went out is `connection_lost`; a 2xx whose body was cut off is `unreadable_success`", async () => {
+    const raw = net.createServer((socket) => {
+      socket.once("data", (chunk: Buffer) => {
+        if (chunk.includes("pn-cut")) socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"messages\":[{\"id");
+        setTimeout(() => socket.destroy(), 20);
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    const cut = createProviderClient({ baseUrl: `http://127.0.0.1:${(raw.address() as AddressInfo).port}`, accessToken: "tok", timeoutMs: 5_000 });
+    try {
+      expect(await cut.sendText({ phoneNumberId: "pn-reset", to: "1555", text: "x" })).to.include({ ok: false, kind: "transient", code: "connection_lost", httpStatus: null });
+      expect(await cut.sendText({ phoneNumberId: "pn-cut", to: "1555", text: "x" })).to.include({ ok: false, kind: "transient", code: "unreadable_success", httpStatus: 200 });
+    } finally {
+      await cut.close();
+      await new Promise((resolve) => raw.close(resolve));
     }
   });
 

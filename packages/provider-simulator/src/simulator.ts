@@ -30,6 +30,8 @@ export type SimMode =
   | { kind: "slow"; delayMs: number; times?: number }
   /** Accepts the message (its statuses follow) but answers 200 without `messages[0].id`: a 2xx nobody can read. */
   | { kind: "unreadable"; times?: number }
+  /** Accepts the message (its statuses follow) and closes the connection without an answer: an acceptance whose answer was lost. */
+  | { kind: "dropped"; times?: number }
   /**
    * Takes the message (its provider id is recorded at once) and holds the answer until `release()`: a test decides
    * what happens while a send is at the provider, whatever the machine's speed.
@@ -87,7 +89,7 @@ export interface RecordedRequest {
   body: unknown;
   /** Epoch milliseconds. */
   receivedAt: number;
-  /** The HTTP status the simulator answered (0 until answered). */
+  /** The HTTP status the simulator answered (0 until answered; -1 when `dropped` closed the connection instead). */
   responseStatus: number;
   /** The wamid given to an accepted message. */
   providerMessageId?: string;
@@ -231,6 +233,7 @@ function parseMode(body: Record<string, unknown>): SimMode {
       field(body, "times", "number", false);
       return body as unknown as SimMode;
     case "unreadable":
+    case "dropped":
       field(body, "times", "number", false);
       return body as unknown as SimMode;
     case "slow":
@@ -238,7 +241,7 @@ function parseMode(body: Record<string, unknown>): SimMode {
       field(body, "times", "number", false);
       return body as unknown as SimMode;
     default:
-      throw new HttpError(400, "kind must be ok, error, slow or unreadable");
+      throw new HttpError(400, "kind must be ok, error, slow, unreadable or dropped");
   }
 }
 
@@ -427,7 +430,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const to = digits(body.to as string);
     wamid ??= nextWamid();
     entry.providerMessageId = wamid;
-    answer(200, current.kind === "unreadable" ? { messaging_product: "whatsapp" } : { messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: to }], messages: [{ id: wamid }] });
+    if (current.kind === "dropped") {
+      entry.responseStatus = -1;
+      req.socket.destroy();
+    } else answer(200, current.kind === "unreadable" ? { messaging_product: "whatsapp" } : { messaging_product: "whatsapp", contacts: [{ input: body.to, wa_id: to }], messages: [{ id: wamid }] });
     if (autoStatuses && webhookUrl && !closed) scheduleAutoStatuses(phoneNumberId, wamid, to, body.biz_opaque_callback_data);
   }
 

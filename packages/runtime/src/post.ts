@@ -32,6 +32,8 @@ export interface PostAnswer {
   error: Error | null;
   /** The call was ended by `timeoutMs`. */
   timedOut: boolean;
+  /** The request had a connection and went out on it (whole or in part): the server may have it, answered or not. */
+  sent: boolean;
   /**
    * With `lateMs`, a call that timed out after it was sent: what came back within `lateMs` more (`timedOut` again
    * when nothing did). `endLate` ends the wait at once (answered as a timeout), e.g. when the process stops.
@@ -57,18 +59,18 @@ export function post(
   return new Promise<PostAnswer>((resolve) => {
     /** Who gets the call's outcome: the caller; after a timeout with `lateMs`, the late answer; nobody once given. */
     let receiver: ((answer: PostAnswer) => void) | undefined = resolve;
+    let controller: Dispatcher.DispatchController | undefined;
     let status: number | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
-    let controller: Dispatcher.DispatchController | undefined;
     let timer: NodeJS.Timeout | undefined;
-    const give = (answer: PostAnswer): void => {
+    const give = (answer: Omit<PostAnswer, "sent">): void => {
       const to = receiver;
       receiver = undefined;
       if (timer) clearTimeout(timer);
-      to?.(answer);
+      to?.({ ...answer, sent: controller !== undefined });
     };
-    const settle = (answer: Omit<PostAnswer, "timedOut">): void => give({ ...answer, timedOut: false });
+    const settle = (answer: Omit<PostAnswer, "timedOut" | "sent">): void => give({ ...answer, timedOut: false });
     const answered = (): void => settle({ status, body: Buffer.concat(chunks, size), error: null });
     /** Ends the call as unanswered after `ms`. Not yet on a socket (waiting for one): ended when it gets there, in onRequestStart. */
     const timeOut = (ms: number): void => {
@@ -87,7 +89,7 @@ export function post(
         const late = new Promise<PostAnswer>((resolveLate) => (receiver = resolveLate));
         const endLate = (): void => timeOut(timeoutMs + lateMs);
         timer = setTimeout(endLate, lateMs);
-        caller({ status, body: null, error: new PostTimeoutError(timeoutMs), timedOut: true, late, endLate });
+        caller({ status, body: null, error: new PostTimeoutError(timeoutMs), timedOut: true, sent: true, late, endLate });
       }, timeoutMs);
     }
     const readLimit = opts.readLimit ?? Infinity;

@@ -93,6 +93,21 @@ describe("post (one HTTP POST on an undici dispatcher)", () => {
     expect(paths).to.deep.equal(["/hold", "/after"]);
   });
 
+  it("says whether the request went out: not for a refused connection, yes for one closed after the request", async () => {
+    const probe = http.createServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const closedOrigin = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+    await new Promise((resolve) => probe.close(resolve));
+    const refusedPool = new Pool(closedOrigin);
+    try {
+      expect(await post(refusedPool, { origin: closedOrigin, path: "/x" }, {}, "x", { timeoutMs: 5_000 })).to.include({ status: null, sent: false, timedOut: false });
+    } finally {
+      await refusedPool.close();
+    }
+    handle = (req) => req.socket.destroy();
+    expect(await post(pool, { origin, path: "/reset" }, {}, "x", { timeoutMs: 5_000 })).to.include({ status: null, sent: true, timedOut: false });
+  });
+
   it("stops reading at the read limit", async () => {
     handle = (_req, res) => {
       res.writeHead(200);

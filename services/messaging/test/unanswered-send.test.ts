@@ -89,6 +89,12 @@ describe("a provider call that gets no answer", () => {
     await settledByTheCallback("unreadable_success");
   });
 
+  it("waits the same after a connection lost once the request went out: the provider may have taken it", async function () {
+    this.timeout(60_000);
+    h.sim.setMode({ kind: "dropped", times: 1 });
+    await settledByTheCallback("connection_lost");
+  });
+
   it("an answered transient failure (503) keeps the short backoff", async function () {
     this.timeout(60_000);
     h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 1 });

@@ -1,6 +1,6 @@
 import { enqueue, RetryableError, type OutboxMessage } from "@platform/bus";
 import { JOB_CANCELLED_FAILURE_CODE, MESSAGING_SUBJECTS, OPTED_OUT_FAILURE_CODE, TEMPLATE_JOBS_RPC } from "@platform/contracts";
-import { THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE, type ProviderResult } from "@platform/provider-client";
+import { CONNECTION_LOST_CODE, THROUGHPUT_ERROR_CODE, UNREADABLE_SUCCESS_CODE, type ProviderResult } from "@platform/provider-client";
 import type { MessagingContext, StageClock } from "../context";
 import { channelsRepository, type ChannelRow } from "../db/repositories/channels.repository";
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
@@ -23,10 +23,10 @@ export const UNANSWERED_CODE = "timeout";
 /** A send whose request died with it stored, handed to the worker by its Idempotency-Key's retry (the key's takeover). */
 export const REQUEST_DIED = { code: "request_died", title: "The request that stored it died; its Idempotency-Key's retry handed it to the retry worker" };
 /**
- * Attempts after which the provider may hold the message all the same: no answer, a 2xx without an id, or a request
- * that died (perhaps during its provider call).
+ * Attempts after which the provider may hold the message all the same: no answer, a connection lost after the request
+ * went out, a 2xx without an id (or with its body cut off), or a request that died (perhaps during its provider call).
  */
-const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, UNREADABLE_SUCCESS_CODE, REQUEST_DIED.code]);
+const MAY_HAVE_BEEN_ACCEPTED = new Set([UNANSWERED_CODE, CONNECTION_LOST_CODE, UNREADABLE_SUCCESS_CODE, REQUEST_DIED.code]);
 /**
  * How long a call unanswered at PROVIDER_TIMEOUT_MS is still read (the provider client's `lateAnswerMs`): until 1 s
  * before its retry is due, so that a late answer is recorded before any retry, here or on another replica, can start.
