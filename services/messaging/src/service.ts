@@ -20,6 +20,7 @@ import { HotStatusUpdates1764400000000 } from "./db/migrations/1764400000000-Hot
 import { HotConversationTouches1764600000000 } from "./db/migrations/1764600000000-HotConversationTouches";
 import { IdempotencyBodyAsSent1764700000000 } from "./db/migrations/1764700000000-IdempotencyBodyAsSent";
 import { CancelledTemplateSends1764800000000 } from "./db/migrations/1764800000000-CancelledTemplateSends";
+import { TransientFailures1764950000000 } from "./db/migrations/1764950000000-TransientFailures";
 import { envShape } from "./env";
 import { buildJsonRoutes, buildRoutes } from "./routes";
 import { startSweeper } from "./workers/conversation-sweeper";
@@ -65,7 +66,7 @@ export const definition: ServiceDefinition<typeof envShape> = {
   schema: "messaging",
   env: envShape,
   entities,
-  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000, outboxRequestIdMigration("messaging"), outboxTraceMigration("messaging"), HotStatusUpdates1764400000000, HotConversationTouches1764600000000, IdempotencyBodyAsSent1764700000000, CancelledTemplateSends1764800000000],
+  migrations: [Initial1763760000000, TemplateSends1764000000000, AdaptivePacing1764000001000, IdempotencyMessage1764000002000, outboxRequestIdMigration("messaging"), outboxTraceMigration("messaging"), HotStatusUpdates1764400000000, HotConversationTouches1764600000000, IdempotencyBodyAsSent1764700000000, CancelledTemplateSends1764800000000, TransientFailures1764950000000],
   routes: (deps) => buildRoutes(contextOf(deps)),
   jsonRoutes: (deps) => buildJsonRoutes(contextOf(deps)),
   async start(deps) {

@@ -95,6 +95,32 @@ describe("a provider call that gets no answer", () => {
     await settledByTheCallback("connection_lost");
   });
 
+  it("the backoff doubles per failed attempt, not per attempt: deferrals (a template send's pacing slot) do not lengthen it", async function () {
+    this.timeout(60_000);
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 2 });
+    const { id } = await sendTo();
+    // As a busy channel's template send would be: many attempts deferred for a pacing slot, one failure.
+    const c = new Client({ connectionString: h.env.databaseUrl });
+    await c.connect();
+    try {
+      const bumped = await c.query(`UPDATE messaging.messages SET attempts = 23 WHERE id = $1 AND status = 'pending' AND attempts = 1 AND failures = 1`, [id]);
+      expect(bumped.rowCount, "the first attempt failed once and is not retried yet").to.equal(1);
+      // The retry fails too: its backoff is the second failure's (2 s), not attempt 24's (the 60 s cap).
+      const second = await eventually(async () => {
+        const r = await c.query(
+          `SELECT failures, extract(epoch FROM next_attempt_at - updated_at) * 1000 AS delay_ms FROM messaging.messages WHERE id = $1 AND status = 'pending' AND failures = 2`,
+          [id],
+        );
+        return r.rows[0] as { failures: number; delay_ms: string } | undefined;
+      }, 30_000, 20);
+      expect(Number(second.delay_ms)).to.be.within(1_990, 2_100);
+    } finally {
+      await c.end();
+    }
+    await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === id)[0], 30_000);
+    expect(providerRequestsFor(h, id)).to.have.length(3);
+  });
+
   it("an answered transient failure (503) keeps the short backoff", async function () {
     this.timeout(60_000);
     h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 1 });

@@ -447,6 +447,36 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     }
   });
 
+  it("a send the cancel stopped while its call went unanswered, whose late answer is an acceptance, is sent and counted without any status callback", async () => {
+    const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
+    const [phone] = phones(1);
+    // No status callbacks: only the call's own late answer can tell that the provider took the message.
+    h.sim.setWebhookUrl(undefined);
+    h.sim.setMode({ kind: "held", times: 1 });
+    try {
+      const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([phone]) });
+      // The call is at the provider and went unanswered within messaging's timeout (1.5 s here): a retry is scheduled.
+      const [unanswered] = await eventually(async () => {
+        const rows: Array<{ id: string }> = await db().query(`SELECT id FROM messaging.messages WHERE template_job_id = $1 AND status = 'pending' AND error_code = 'timeout'`, [job.id]);
+        return rows.length === 1 ? rows : undefined;
+      }, 20_000);
+      const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
+      expect(cancelled.body).to.include({ status: "cancelled", sent: 0 });
+      await eventually(async () => (await db().query(`SELECT 1 FROM messaging.messages WHERE id = $1 AND status = 'cancelled'`, [unanswered.id])).length === 1, 20_000);
+      // The provider answers now: it had taken the message.
+      h.sim.release();
+      const sent = await eventually(() => eventsOf(h, "message.sent", (d) => d.messageId === unanswered.id)[0], 20_000);
+      expect(sent.data.providerMessageId).to.equal(templateRequestsTo(h, phone)[0].providerMessageId);
+      const [row] = await db().query(`SELECT status, error_code FROM messaging.messages WHERE id = $1`, [unanswered.id]);
+      expect(row).to.deep.equal({ status: "sent", error_code: null });
+      await eventually(async () => (await getJob(h, org, job.id)).sent === 1, 20_000);
+      expect(await getJob(h, org, job.id)).to.include({ status: "cancelled", sent: 1, failed: 0 });
+      expect(sendsTo(h, phone)).to.equal(1);
+    } finally {
+      h.sim.setWebhookUrl(h.providerWebhookUrl);
+    }
+  });
+
   it("a send messaging retries after its job was cancelled, with no stop asked (template-jobs gone meanwhile), ends `cancelled` when its retry asks the job's state", async () => {
     const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
     const facts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messageCancelled.subject}`);

@@ -6,6 +6,7 @@ import { channelsRepository, type ChannelRow } from "../db/repositories/channels
 import { messagesRepository, type MessageRow } from "../db/repositories/messages.repository";
 import { messageStatusEvent } from "./events";
 import { BULK_HORIZON_MS, reserveBulkPacingSlots, slowDownChannel } from "./pacing";
+import { applyAcceptance } from "./process-provider-batch";
 import { sleep } from "@platform/runtime";
 import { iso } from "@platform/db";
 
@@ -37,6 +38,9 @@ const CALLBACKS_BEHIND_RETRY_MS = 1_000;
 /** The delay before the next attempt after a transient failure with provider code `code`. */
 export const transientRetryDelayMs = (attempt: number, code: string) =>
   code === THROUGHPUT_ERROR_CODE ? Math.min(THROTTLED_RETRY_MAX_MS, retryDelayMs(attempt)) : retryDelayMs(attempt);
+
+/** The backoff before the retry of a message failing once more: by its failures so far, not its attempts. */
+const backoffMs = (message: Pick<MessageRow, "failures">, code: string) => transientRetryDelayMs((message.failures ?? 0) + 1, code);
 
 /** A request waits at most this long for its pacing slot; beyond it the send goes to the background worker. */
 export const MAX_PACING_WAIT_MS = 2_000;
@@ -86,8 +90,9 @@ export const RECORD_RETRY_MS = { first: 100, max: 1_000 };
 
 /**
  * The provider accepted attempt `attempt`: `sent` with its event, or, when a
- * status callback or another sender settled the message meanwhile, just the
- * provider id. If the database refuses the write, the answer is kept
+ * status callback, a job's cancel or another sender settled the message
+ * meanwhile, the acceptance applied as the provider's `sent` status
+ * (`applyAcceptance`: a cancelled message is `sent` after all). If the database refuses the write, the answer is kept
  * (`ctx.accepted`) and recorded again until the database is back, and the
  * caller is told `sent` at once: calling the provider again would send the
  * message twice.
@@ -99,7 +104,9 @@ async function recordAccepted(ctx: MessagingContext, message: MessageRow, attemp
     if (await ctx.writes.markSent(mark, isTemplate(message) ? "bulk" : "send")) {
       return { kind: "sent", message: sent };
     }
-    return { kind: "settled", message: await messagesRepository.setProviderIdIfMissing(ctx.db, message.id, providerMessageId) };
+    await applyAcceptance(ctx, message.channel_id, message.id, providerMessageId);
+    const [now] = await messagesRepository.findByIds(ctx.db, message.organization_id, [message.id]);
+    return { kind: "settled", message: now };
   };
   try {
     return await record();
@@ -308,7 +315,7 @@ async function checkAndCall(
     // The provider may have accepted it: give its status callback time to settle the message before sending again,
     // and the call itself time to answer late (a slow provider's acceptance settles it then, without a callback).
     if (result.late) ctx.accepted.follow(followLateAnswer(ctx, message, attempt, result.late));
-    const delayMs = Math.max(transientRetryDelayMs(attempt, result.code), ctx.env.PROVIDER_UNANSWERED_RETRY_MS);
+    const delayMs = Math.max(backoffMs(message, result.code), ctx.env.PROVIDER_UNANSWERED_RETRY_MS);
     return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts, delayMs);
   }
   return recordTransient(ctx, message, attempt, { code: result.code, title: result.title }, opts);
@@ -378,11 +385,13 @@ async function recordTransient(
   fixedDelayMs?: number,
 ): Promise<AttemptOutcome> {
   const giveUp = Date.now() - message.created_at.getTime() > RETRY_FOR_MS;
-  // Waiting for the channel's budget is not a failure: come back when the slot is due, without backoff.
-  const delayMs = fixedDelayMs ?? transientRetryDelayMs(attempt, error.code);
+  // Waiting for the channel's budget (a paused job, a lease) is not a failure: it comes back when due, and the backoff
+  // of the failures (the message's `failures`, not its attempts) does not grow by it.
+  const failed = fixedDelayMs === undefined || MAY_HAVE_BEEN_ACCEPTED.has(error.code);
+  const delayMs = fixedDelayMs ?? backoffMs(message, error.code);
   if (giveUp) return recordFailed(ctx, message, attempt, error);
   return ctx.db.transaction(async (tx) => {
-    const scheduled = await messagesRepository.scheduleRetry(tx, message.id, attempt, delayMs, error);
+    const scheduled = await messagesRepository.scheduleRetry(tx, message.id, attempt, delayMs, error, failed);
     if (!scheduled) return { kind: "settled", message: undefined } as const;
     const outbox: OutboxMessage[] = opts.enqueueRetry ? [sendWorkItem(message, attempt + 1)] : [];
     // The first attempt left it pending: analytics counts it from now on (the later ones would say the same again).

@@ -290,7 +290,7 @@ function groupOf(ctx: MessagingContext) {
       };
     g = {
       inbound: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; items: InboundItem[] }>) => writeInbound(ctx, channel, units.flatMap((u) => u.items))), 100, 1, new ArrivalLinger()),
-      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel, units.flatMap((u) => u.input))), 100, 1, new ArrivalLinger()),
+      statuses: new Batcher(grouped((channel, units: Array<{ channel: ChannelRow; input: StatusInput[] }>) => writeStatuses(ctx, channel.id, units.flatMap((u) => u.input))), 100, 1, new ArrivalLinger()),
       statusTurns: new Turns(),
     };
     groups.set(ctx, g);
@@ -373,6 +373,7 @@ function inboundRow(r: InboundInsert): MessageRow {
     error_code: null,
     error_title: null,
     attempts: 0,
+    failures: 0,
     lease_until: null,
     next_attempt_at: null,
     created_at: r.providerTimestamp,
@@ -466,10 +467,20 @@ function submitStatuses(ctx: MessagingContext, channel: ChannelRow, statuses: Pr
   return groupOf(ctx).statuses.submit(channel.id, { channel, input }).then(settle);
 }
 
+/**
+ * A provider acceptance that its sender could not record as its own attempt's (`markSent` found the message no longer
+ * pending under that attempt: a status callback, a job's cancel or another sender came first): applied as the
+ * provider's `sent` status would be, with the same rules. A cancelled message the provider took after all is `sent`
+ * with its `message.sent` (its job counts it); one already further on keeps its status and gets the id if it had none.
+ */
+export async function applyAcceptance(ctx: MessagingContext, channelId: string, messageId: string, providerMessageId: string): Promise<void> {
+  await writeStatuses(ctx, channelId, [{ ourId: messageId, providerMessageId, status: "sent", errorCode: null, errorTitle: null, origin: outboxOrigin() }]);
+}
+
 /** Statuses of one channel (one or several provider batches, in arrival order) in one transaction: one UPDATE, then the events. */
-async function writeStatuses(ctx: MessagingContext, channel: ChannelRow, input: StatusInput[]): Promise<void> {
+async function writeStatuses(ctx: MessagingContext, channelId: string, input: StatusInput[]): Promise<void> {
   await bulkTransaction(ctx.db, async (tx) => {
-    const changed = await messagesRepository.applyStatusBatch(tx, channel.id, input);
+    const changed = await messagesRepository.applyStatusBatch(tx, channelId, input);
     if (changed.length === 0) return;
     // Each status names its message by our id when that is a changed row, else by the provider's id (as the SQL does); in input order.
     const changedIds = new Set(changed.map((c) => c.id));

@@ -36,6 +36,8 @@ export interface Harness {
   env: TestEnvironment;
   bus: Bus;
   sim: Simulator;
+  /** Where the simulator posts its status callbacks (`sim.setWebhookUrl(undefined)` stops them; this brings them back). */
+  providerWebhookUrl: string;
   messaging: RunningService<unknown>;
   contacts: RunningService<unknown>;
   svc: RunningService<any>;
@@ -68,7 +70,9 @@ export async function startHarness(label = "tj"): Promise<Harness> {
   const contacts = (await startService(contactsDef, env.serviceEnv(), { exitOnConfigError: false })) as RunningService<unknown>;
   const messaging = (await startService(
     messagingDef,
-    env.serviceEnv({ PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "test-provider-token", PROVIDER_TIMEOUT_MS: "1500" }),
+    // A call unanswered within 1.5 s is still read for 44 s (PROVIDER_UNANSWERED_RETRY_MS less 1 s): long enough for a test
+    // to cancel its job (up to CANCEL_WAIT_MS) before the provider's held answer is released.
+    env.serviceEnv({ PROVIDER_BASE_URL: sim.url, PROVIDER_ACCESS_TOKEN: "test-provider-token", PROVIDER_TIMEOUT_MS: "1500", PROVIDER_UNANSWERED_RETRY_MS: "45000" }),
     { exitOnConfigError: false },
   )) as RunningService<unknown>;
   const events = await collectSubject(env.natsUrl, `${env.namespace}.evt.>`);
@@ -86,6 +90,7 @@ export async function startHarness(label = "tj"): Promise<Harness> {
     env,
     bus,
     sim,
+    providerWebhookUrl: gateway.url,
     messaging,
     contacts,
     svc: await startReplica(),

@@ -38,6 +38,12 @@ export class MessageEntity {
   @Column({ name: "error_title", type: "text", nullable: true }) errorTitle!: string | null;
   /** Provider calls made so far; the attempt number is also the lease owner's token. */
   @Column({ type: "integer" }) attempts!: number;
+  /**
+   * Of those attempts, the ones that failed (a transient provider failure, no answer, the channel off, the opt-out check
+   * down): the exponent of the retry backoff. An attempt deferred for its pacing slot, a paused job or its lease is
+   * not a failure, and does not lengthen the next wait.
+   */
+  @Column({ type: "integer", default: 0 }) failures!: number;
   /** While in the future, one sender (request or retry worker) owns the provider call. */
   @Column({ name: "lease_until", type: "timestamptz", nullable: true }) leaseUntil!: Date | null;
   @Column({ name: "next_attempt_at", type: "timestamptz", nullable: true }) nextAttemptAt!: Date | null;

@@ -44,6 +44,8 @@ export interface MessageRow {
   error_code: string | null;
   error_title: string | null;
   attempts: number;
+  /** Attempts that failed (the backoff's exponent); pacing deferrals not counted. */
+  failures: number;
   lease_until: Date | null;
   next_attempt_at: Date | null;
   created_at: Date;
@@ -542,24 +544,12 @@ export const messagesRepository = {
     );
   },
 
-  async scheduleRetry(q: Queryable, id: string, attempt: number, delayMs: number, error: { code: string; title: string }): Promise<MessageRow | undefined> {
+  async scheduleRetry(q: Queryable, id: string, attempt: number, delayMs: number, error: { code: string; title: string }, failed: boolean): Promise<MessageRow | undefined> {
     const rows = await run(q, 
       `UPDATE ${SCHEMA}.messages SET lease_until = NULL, next_attempt_at = clock_timestamp() + $3 * interval '1 millisecond',
-         error_code = $4, error_title = $5, updated_at = clock_timestamp()
+         error_code = $4, error_title = $5, failures = failures + $6::int, updated_at = clock_timestamp()
        WHERE id = $1 AND status = 'pending' AND attempts = $2 RETURNING *`,
-      [id, attempt, delayMs, error.code, error.title],
-    );
-    return rows[0];
-  },
-
-  /** Provider id of a message a status callback already moved past `pending` while its send was in flight. */
-  async setProviderIdIfMissing(q: Queryable, id: string, providerMessageId: string): Promise<MessageRow | undefined> {
-    const rows = await run(q, 
-      // A message still pending (a newer attempt holds it) keeps its lease: the sweeper's index holds only rows with a lease or a retry time.
-      `UPDATE ${SCHEMA}.messages SET provider_message_id = coalesce(provider_message_id, $2),
-         lease_until = CASE WHEN status = 'pending' THEN lease_until END, updated_at = clock_timestamp()
-       WHERE id = $1 RETURNING *`,
-      [id, providerMessageId],
+      [id, attempt, delayMs, error.code, error.title, failed ? 1 : 0],
     );
     return rows[0];
   },
