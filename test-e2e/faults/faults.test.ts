@@ -8,6 +8,7 @@ import { startSimulator, type Simulator } from "@platform/provider-simulator";
 import { freePort, REPO_ROOT, startStack, type Stack } from "@platform/stack";
 import { eventually } from "@platform/testing";
 import { PrivateNats, PrivatePostgres } from "./private-services";
+import { startReceiverProcess, type Hook, type ReceiverProcess } from "./receiver-process";
 
 /**
  * The fault suite (`npm run test:faults`): the whole stack on a Postgres and
@@ -18,11 +19,6 @@ import { PrivateNats, PrivatePostgres } from "./private-services";
  * twice, every event delivered at least once with duplicates sharing
  * `data.id`. It writes docs/reliability.md.
  */
-interface Hook {
-  event: string;
-  data: Record<string, any>;
-}
-
 interface FaultRecord {
   fault: string;
   injected: string;
@@ -42,10 +38,10 @@ describe("faults: the stack under load while each part is broken in turn", funct
   let nats: PrivateNats;
   let sim: Simulator;
   let stack: Stack;
-  let receiver: http.Server;
+  /** The integrator's endpoint, in a process of its own (see receiver-process.ts). */
+  let receiver: ReceiverProcess | undefined;
   let hanging: http.Server;
   const logs: string[] = [];
-  const hooks: Hook[] = [];
   /** A second integrator endpoint, subscribed to the same events, that stops answering during its fault. */
   let hang = false;
   let hangingGot = 0;
@@ -58,14 +54,7 @@ describe("faults: the stack under load while each part is broken in turn", funct
     const port = await freePort();
     // The provider retries its webhooks for as long as the real one does (here: about two minutes).
     sim = await startSimulator({ webhookUrl: `http://127.0.0.1:${port}/provider/webhooks`, webhookRetries: 60, maxRecordedRequests: 1_000_000 });
-    receiver = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("end", () => {
-        hooks.push(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-        res.writeHead(204).end();
-      });
-    });
+    receiver = await startReceiverProcess();
     hanging = http.createServer((req, res) => {
       req.resume();
       req.on("end", () => {
@@ -77,7 +66,6 @@ describe("faults: the stack under load while each part is broken in turn", funct
         res.writeHead(204).end();
       });
     });
-    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     await new Promise<void>((resolve) => hanging.listen(0, "127.0.0.1", resolve));
     stack = await startStack({
       port,
@@ -104,7 +92,8 @@ describe("faults: the stack under load while each part is broken in turn", funct
     for (const res of hung) res.destroy();
     await stack?.stop();
     await sim?.close();
-    for (const server of [receiver, hanging]) await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    receiver?.stop();
+    await new Promise<void>((resolve) => (hanging ? hanging.close(() => resolve()) : resolve()));
     await Promise.allSettled([pg?.stop(), nats?.stop()]);
   });
 
@@ -138,7 +127,7 @@ describe("faults: the stack under load while each part is broken in turn", funct
       messagesPerSecond: 200,
     });
     expect(channel.status).to.equal(201);
-    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+    const hookUrl = `${receiver!.url}/hooks`;
     const webhook = await call("POST", `/admin/v1/organizations/${org.body.id}/webhooks`, admin, {
       url: hookUrl,
       events: ["message.received", "message.sent", "message.delivered", "message.read", "message.failed"],
@@ -153,7 +142,7 @@ describe("faults: the stack under load while each part is broken in turn", funct
     // Each contact writes in first: the 24-hour window is open for the sends.
     const inboundIds: string[] = [];
     for (const phone of phones) inboundIds.push(await sim.injectInbound({ phoneNumberId, from: phone.slice(1), text: "hi" }));
-    await eventually(() => hooks.filter((h) => h.event === "message.received").length >= CONTACTS, 60_000);
+    await eventually(async () => (await receiver!.hooks()).filter((h) => h.event === "message.received").length >= CONTACTS, 60_000);
 
     // ---- a bulk template job running through the faults -------------------------------------------
     const template = await call("POST", `/admin/v1/organizations/${org.body.id}/templates`, admin, {
@@ -326,16 +315,18 @@ describe("faults: the stack under load while each part is broken in turn", funct
     }
     const logicalTwice = [...perText].filter(([, c]) => c > 1).map(([t]) => t);
     // Every event reaches the integrator at least once.
-    const missing = () => {
+    const missing = async () => {
+      const hooks = await receiver!.hooks();
       const sent = new Set(hooks.filter((h) => h.event === "message.sent").map((h) => h.data.messageId as string));
       const received = new Set(hooks.filter((h) => h.event === "message.received").map((h) => h.data.providerMessageId as string));
       return { sent: ids.filter((id) => !sent.has(id)), received: inboundIds.filter((w) => !received.has(w)) };
     };
-    await eventually(() => {
-      const m = missing();
+    await eventually(async () => {
+      const m = await missing();
       return m.sent.length === 0 && m.received.length === 0;
     }, 180_000, 500).catch(() => undefined);
-    const { sent: sentNotDelivered, received: receivedNotDelivered } = missing();
+    const { sent: sentNotDelivered, received: receivedNotDelivered } = await missing();
+    const hooks: Hook[] = await receiver!.hooks();
     // Duplicates of one logical event share data.id.
     const idsByEvent = new Map<string, Set<string>>();
     for (const h of hooks) {
@@ -362,13 +353,13 @@ describe("faults: the stack under load while each part is broken in turn", funct
     const outbound = ids.length + JOB_RECIPIENTS;
     // Read afresh on every poll: the last `message.read` deliveries may still be on their way when the job completes
     // (a snapshot taken here once missed 2 of 6,522 that arrived a moment later).
-    const readDelivered = () => new Set(hooks.filter((h) => h.event === "message.read").map((h) => h.data.messageId as string));
+    const readDelivered = async () => new Set((await receiver!.hooks()).filter((h) => h.event === "message.read").map((h) => h.data.messageId as string));
     const day = new Date().toISOString().slice(0, 10);
     const analytics = await eventually(async () => {
       const res = await call("GET", `/api/v1/analytics?startDate=${day}&endDate=${day}`, key);
-      return res.status === 200 && res.body.outboundMessages.total === outbound && res.body.outboundMessages.counts.read === readDelivered().size ? res.body : undefined;
+      return res.status === 200 && res.body.outboundMessages.total === outbound && res.body.outboundMessages.counts.read === (await readDelivered()).size ? res.body : undefined;
     }, 60_000, 500).catch(async () => (await call("GET", `/api/v1/analytics?startDate=${day}&endDate=${day}`, key)).body);
-    const readIds = readDelivered();
+    const readIds = await readDelivered();
 
     const hangingList = await call("GET", `/admin/v1/organizations/${org.body.id}/webhooks`, admin);
     const hangingState = hangingList.body.items.find((w: { id: string }) => w.id === hangingHook.body.id);

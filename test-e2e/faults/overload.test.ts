@@ -1,9 +1,9 @@
 import { createHmac, randomBytes } from "node:crypto";
-import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { expect } from "chai";
 import { freePort, startStack, type Stack } from "@platform/stack";
 import { createTestEnvironment, eventually, type TestEnvironment } from "@platform/testing";
+import { startReceiverProcess, type ReceiverProcess } from "./receiver-process";
 
 /**
  * Overload (issue 13), run by `npm run test:faults`: one organization sends at ten times its rate limit while the
@@ -32,42 +32,6 @@ const rssMb = (pid: number | undefined) => {
   }
 };
 
-/**
- * The integrator's receiver, in a process of its own: it counts `message.received` deliveries per provider message id
- * and answers `GET` with them. In this process it shared the event loop that drives the load, answered late, and its
- * webhook was deactivated by 10 failed attempts (then, as the contract says, it got nothing more).
- */
-const RECEIVER = `
-const http = require("node:http");
-const received = {};
-const server = http.createServer((req, res) => {
-  if (req.method === "GET") { res.writeHead(200, { "Content-Type": "application/json" }); return res.end(JSON.stringify(received)); }
-  const chunks = [];
-  req.on("data", (c) => chunks.push(c));
-  req.on("end", () => {
-    const hook = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    if (hook.event === "message.received") received[hook.data.providerMessageId] = (received[hook.data.providerMessageId] || 0) + 1;
-    res.writeHead(204).end();
-  });
-});
-server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\\n"));
-process.on("disconnect", () => process.exit(0));
-`;
-
-/** Starts the receiver process; resolves with it and its URL. */
-async function startReceiver(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["-e", RECEIVER], { stdio: ["ignore", "pipe", "inherit", "ipc"] });
-  const port = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString("utf8");
-      if (out.includes("\n")) resolve(out.trim());
-    });
-    child.once("exit", (code) => reject(new Error(`the receiver exited (${code})`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}` };
-}
-
 /** Calls `fire` `perSecond` times a second for `seconds`, without waiting for the answers; resolves with all of them. */
 async function paced<T>(perSecond: number, seconds: number, fire: (n: number) => Promise<T>): Promise<T[]> {
   const started = performance.now();
@@ -85,12 +49,12 @@ describe("overload: ten times one organization's limit plus an inbound flood", f
   this.timeout(5 * 60_000);
   let env: TestEnvironment;
   let stack: Stack;
-  let receiver: { child: ChildProcess; url: string } | undefined;
-  const receivedIds = async (): Promise<Record<string, number>> => (await fetch(`${receiver!.url}/received`)).json() as Promise<Record<string, number>>;
+  let receiver: ReceiverProcess | undefined;
+  const receivedIds = (): Promise<Record<string, number>> => receiver!.received();
 
   before(async () => {
     env = await createTestEnvironment("overload");
-    receiver = await startReceiver();
+    receiver = await startReceiverProcess();
     stack = await startStack({
       port: await freePort(),
       databaseUrl: env.databaseUrl,
