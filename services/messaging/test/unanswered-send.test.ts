@@ -1,7 +1,7 @@
 import { expect } from "chai";
 import { Client } from "pg";
 import { eventually } from "@platform/testing";
-import { api, createChannel, eventsOf, newOrg, providerRequestsFor, receiveInbound, startHarness, uniquePhone, type Harness } from "./helpers/harness";
+import { api, eventsOf, openWindow, providerRequestsFor, startHarness, type Harness } from "./helpers/harness";
 
 /**
  * A provider call that gets no answer within PROVIDER_TIMEOUT_MS may still have been accepted. Its retry waits
@@ -41,10 +41,7 @@ describe("a provider call that gets no answer", () => {
   }
 
   async function sendTo(): Promise<{ org: string; id: string }> {
-    const org = newOrg();
-    const channel = await createChannel(h, org);
-    const phone = uniquePhone();
-    await receiveInbound(h, channel, phone);
+    const { org, phone } = await openWindow(h);
     const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hello" });
     expect(res.status).to.equal(200);
     expect(res.body.providerMessageId).to.equal(null);
@@ -155,10 +152,7 @@ describe("a provider call answered after its timeout", () => {
 
   it("is sent once, with the provider's id, when the late answer is an acceptance", async function () {
     this.timeout(60_000);
-    const org = newOrg();
-    const channel = await createChannel(h, org);
-    const phone = uniquePhone();
-    await receiveInbound(h, channel, phone);
+    const { org, phone } = await openWindow(h);
     // The provider takes the message and holds its answer until the request has been answered without it.
     h.sim.setMode({ kind: "held", times: 1 });
     const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "answered late" });

@@ -307,6 +307,15 @@ export async function receiveInbound(
   return id;
 }
 
+/** A new organization with a channel, and a phone that wrote in on it: its 24-hour window is open for sends. */
+export async function openWindow(h: Harness): Promise<{ org: string; channel: Awaited<ReturnType<typeof createChannel>>; phone: string }> {
+  const org = newOrg();
+  const channel = await createChannel(h, org);
+  const phone = uniquePhone();
+  await receiveInbound(h, channel, phone);
+  return { org, channel, phone };
+}
+
 /** A signed-batch body as the provider sends it: one `messages` change for one phone number id. */
 export function messagesBatch(phoneNumberId: string, value: { contacts?: unknown[]; messages?: unknown[]; statuses?: unknown[] }) {
   return {
