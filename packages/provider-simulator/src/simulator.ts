@@ -23,20 +23,29 @@ export interface StatusDelaysMs {
   read: number;
 }
 
+/**
+ * Which sends a fault mode applies to: only those to `phoneNumberId` when it is given (others are answered `ok` and
+ * do not count down `times`), so a test's fault reaches its own channel's sends, never another test's retry that
+ * happens to reach the simulator meanwhile.
+ */
+export interface ModeScope {
+  phoneNumberId?: string;
+}
+
 /** How the simulator answers `POST /:phoneNumberId/messages`; `times` then reverts to `ok` (default: forever). */
 export type SimMode =
   | { kind: "ok" }
-  | { kind: "error"; httpStatus: number; code: number; message?: string; times?: number }
-  | { kind: "slow"; delayMs: number; times?: number }
+  | ({ kind: "error"; httpStatus: number; code: number; message?: string; times?: number } & ModeScope)
+  | ({ kind: "slow"; delayMs: number; times?: number } & ModeScope)
   /** Accepts the message (its statuses follow) but answers 200 without `messages[0].id`: a 2xx nobody can read. */
-  | { kind: "unreadable"; times?: number }
+  | ({ kind: "unreadable"; times?: number } & ModeScope)
   /** Accepts the message (its statuses follow) and closes the connection without an answer: an acceptance whose answer was lost. */
-  | { kind: "dropped"; times?: number }
+  | ({ kind: "dropped"; times?: number } & ModeScope)
   /**
    * Takes the message (its provider id is recorded at once) and holds the answer until `release()`: a test decides
    * what happens while a send is at the provider, whatever the machine's speed.
    */
-  | { kind: "held"; times?: number };
+  | ({ kind: "held"; times?: number } & ModeScope);
 
 export interface SimLogEntry {
   level: "info" | "warn";
@@ -223,6 +232,7 @@ function field<T extends "string" | "number" | "boolean" | "object">(
 
 /** Checks the control API's bodies just enough to give a readable 400 instead of a crash. */
 function parseMode(body: Record<string, unknown>): SimMode {
+  if (body.kind !== "ok") field(body, "phoneNumberId", "string", false);
   switch (body.kind) {
     case "ok":
       return { kind: "ok" };
@@ -362,9 +372,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     requests.push(entry);
   }
 
-  /** Takes the current mode for one request, counting down `times`. */
-  function takeMode(): SimMode {
+  /** Takes the current mode for one request to `phoneNumberId`, counting down `times`; `ok` for a send outside its scope. */
+  function takeMode(phoneNumberId: string): SimMode {
     const current = mode;
+    if (current.kind !== "ok" && current.phoneNumberId !== undefined && current.phoneNumberId !== phoneNumberId) return { kind: "ok" };
     if (current.kind !== "ok" && current.times !== undefined) {
       const left = current.times - 1;
       mode = left <= 0 ? { kind: "ok" } : { ...current, times: left };
@@ -403,7 +414,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (req.headers.authorization !== expectedAuthorization) {
       return answer(401, graphError("Invalid OAuth access token - Cannot parse access token", 190));
     }
-    const current = takeMode();
+    const current = takeMode(phoneNumberId);
     let wamid: string | undefined;
     if (current.kind === "held") {
       wamid = entry.providerMessageId = nextWamid();

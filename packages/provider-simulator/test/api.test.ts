@@ -135,6 +135,14 @@ describe("provider simulator: send API", () => {
       expect(sim.requests[0].responseStatus).to.equal(429);
     });
 
+    it("a mode scoped to a phone number id reaches only its sends; others are answered ok and leave its times", async () => {
+      sim.setMode({ kind: "error", httpStatus: 429, code: 130429, times: 1, phoneNumberId: "pn_2" });
+      const other = () => post(`${sim.url}/pn_2/messages`, textBody("15550001111", "msg_2"), TOKEN);
+      const statuses = [(await send()).status, (await send()).status, (await other()).status, (await other()).status];
+      expect(statuses).to.deep.equal([200, 200, 429, 200]);
+      expect((await post(`${sim.url}/_sim/mode`, { kind: "dropped", phoneNumberId: 7 }, null)).status).to.equal(400);
+    });
+
     it("slow mode delays the answer, with times", async () => {
       sim.setMode({ kind: "slow", delayMs: 200, times: 1 });
       const started = Date.now();

@@ -147,7 +147,7 @@ describe("crash between storing and calling the provider", () => {
     await eventually(() => eventsOf(infra, "message.received", (d) => d.providerMessageId === wamid).length > 0);
     // The provider holds its answer 12 s: longer than the send's lease (5.5 s here) and its stalled-send grace, which
     // is when a dead sender's message was sent again before.
-    infra.sim.setMode({ kind: "slow", delayMs: 12_000, times: 1 });
+    infra.sim.setMode({ kind: "slow", delayMs: 12_000, times: 1, phoneNumberId: ch.body.providerPhoneNumberId });
     const db = new Client({ connectionString: infra.env.databaseUrl });
     await db.connect();
     try {

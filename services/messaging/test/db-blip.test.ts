@@ -57,7 +57,7 @@ describe("a database blip between the provider's acceptance and the sent mark", 
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1 });
+    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const answer = api(h, org).post("/api/v1/messages").send({ to: phone, text: "blip" }).then((r) => r);
     await outageWhileProviderAnswers(phone, answer);
     const res = await answer;
@@ -79,7 +79,7 @@ describe("a database blip between the provider's acceptance and the sent mark", 
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     const jobId = newId("job");
-    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1 });
+    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const answer = h.bus.request(
       MESSAGING_RPC.sendTemplates,
       {

@@ -15,7 +15,7 @@ describe("Idempotency-Key on POST /api/v1/messages", () => {
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    return { org, phone };
+    return { org, channel, phone };
   }
 
   it("replays the first answer with Idempotent-Replayed: true and sends once", async () => {
@@ -82,10 +82,10 @@ describe("Idempotency-Key on POST /api/v1/messages", () => {
   });
 
   it("409 IDEMPOTENCY_KEY_IN_USE while the first request is still running", async () => {
-    const { org, phone } = await ready();
+    const { org, channel, phone } = await ready();
     const key = `k-busy-${Date.now()}`;
     // The provider holds the first send's answer (just under the client's 1.5 s timeout; 200 either way).
-    h.sim.setMode({ kind: "slow", delayMs: 1_400, times: 1 });
+    h.sim.setMode({ kind: "slow", delayMs: 1_400, times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const first = api(h, org).post("/api/v1/messages").set("Idempotency-Key", key).send({ to: phone, text: "slow" }).then((r) => r);
     // Once the first request is at the provider it holds the key (no fixed sleep guessing when that is).
     await eventually(() => h.sim.requests.some((r) => JSON.stringify(r.body).includes(phone.slice(1))), 10_000, 10);

@@ -331,7 +331,7 @@ describe("POST /api/v1/messages (happy paths)", () => {
     const pendingFacts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messagePending.subject}`);
     try {
       const accepted = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "accepted at once" }).expect(200);
-      h.sim.setMode({ kind: "error", httpStatus: 503, code: 1, message: "Service temporarily unavailable", times: 1 });
+      h.sim.setMode({ kind: "error", httpStatus: 503, code: 1, message: "Service temporarily unavailable", times: 1, phoneNumberId: channel.providerPhoneNumberId });
       const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "retry me" });
       expect(res.status).to.equal(200);
       expect(res.body.providerMessageId).to.equal(null);
@@ -360,7 +360,7 @@ describe("POST /api/v1/messages (happy paths)", () => {
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 2 });
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 2, phoneNumberId: channel.providerPhoneNumberId });
     const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "too late" });
     expect(res.status).to.equal(200);
     expect(res.body.providerMessageId).to.equal(null);
@@ -383,12 +383,12 @@ describe("POST /api/v1/messages (happy paths)", () => {
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    h.sim.setMode({ kind: "error", httpStatus: 400, code: 130429, message: "Rate limit hit", times: 1 });
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 130429, message: "Rate limit hit", times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const throttled = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "throttled" });
     expect(throttled.status).to.equal(200);
     expect(throttled.body.providerMessageId).to.equal(null);
 
-    h.sim.setMode({ kind: "slow", delayMs: 2_500, times: 1 }); // PROVIDER_TIMEOUT_MS is 1500 in tests
+    h.sim.setMode({ kind: "slow", delayMs: 2_500, times: 1, phoneNumberId: channel.providerPhoneNumberId }); // PROVIDER_TIMEOUT_MS is 1500 in tests
     const slow = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "slow" });
     expect(slow.status).to.equal(200);
     expect(slow.body.providerMessageId).to.equal(null);
@@ -452,7 +452,7 @@ describe("POST /api/v1/messages: a failure callback that comes before the provid
     const channel = await createChannel(h, org);
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    h.sim.setMode({ kind: "held", times: 1 });
+    h.sim.setMode({ kind: "held", times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const answer = api(h, org).post("/api/v1/messages").send({ to: phone, text: "accepted, then failed" }).then((r) => r);
     const call = await eventually(() => h.sim.requests.find((r) => (r.body as any)?.text?.body === "accepted, then failed"), 20_000);
     const messageId = (call.body as { biz_opaque_callback_data: string }).biz_opaque_callback_data;

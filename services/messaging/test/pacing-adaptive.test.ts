@@ -109,7 +109,7 @@ describe("adaptive pacing after 130429", () => {
     const channel = await createChannel(h, org, { messagesPerSecond: 20 });
     const phone = uniquePhone();
     await receiveInbound(h, channel, phone);
-    h.sim.setMode({ kind: "error", httpStatus: 400, code: 130429, message: "Rate limit hit", times: 4 });
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 130429, message: "Rate limit hit", times: 4, phoneNumberId: channel.providerPhoneNumberId });
     const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "throttled" });
     expect(res.status).to.equal(200);
     expect(res.body.providerMessageId).to.equal(null);

@@ -149,7 +149,7 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
     const org = newOrg();
     const channel = await createChannel(h, org, { messagesPerSecond: 80 });
     const req = batch(org, channel.id, [{ bodyParameters: ["retry me"] }]);
-    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 1 });
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const { results } = await send(req);
     expect(results[0].outcome).to.equal("pending");
     expect(results[0].providerMessageId).to.equal(null);
@@ -167,7 +167,7 @@ describe("template sends (rpc.messaging.template.send.v1)", () => {
     const org = newOrg();
     const channel = await createChannel(h, org, { messagesPerSecond: 80 });
     const req = batch(org, channel.id, [{}]);
-    h.sim.setMode({ kind: "error", httpStatus: 400, code: 132001, message: "Template name does not exist", times: 1 });
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 132001, message: "Template name does not exist", times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const { results } = await send(req);
     expect(results[0].outcome).to.equal("failed");
     expect(results[0].error).to.deep.equal({ code: "132001", title: "Template name does not exist" });

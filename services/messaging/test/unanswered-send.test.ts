@@ -1,6 +1,7 @@
 import { expect } from "chai";
 import { Client } from "pg";
 import { eventually } from "@platform/testing";
+import type { SimMode } from "@platform/provider-simulator";
 import { api, eventsOf, openWindow, providerRequestsFor, startHarness, type Harness } from "./helpers/harness";
 
 /**
@@ -40,8 +41,10 @@ describe("a provider call that gets no answer", () => {
     }
   }
 
-  async function sendTo(): Promise<{ org: string; id: string }> {
-    const { org, phone } = await openWindow(h);
+  /** Sends to a new conversation, whose channel's provider calls answer as `mode` says (the rest of the harness's are `ok`). */
+  async function sendTo(mode: Exclude<SimMode, { kind: "ok" }>): Promise<{ org: string; id: string }> {
+    const { org, channel, phone } = await openWindow(h);
+    h.sim.setMode({ ...mode, phoneNumberId: channel.providerPhoneNumberId });
     const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "hello" });
     expect(res.status).to.equal(200);
     expect(res.body.providerMessageId).to.equal(null);
@@ -52,8 +55,8 @@ describe("a provider call that gets no answer", () => {
    * The send's first call went unanswered (`code`): its retry is scheduled RETRY_MS out, the accepted request's callback
    * settles it first (sent once, with the provider's id), and the record no longer shows the attempt's error.
    */
-  async function settledByTheCallback(code: string): Promise<void> {
-    const { org, id } = await sendTo();
+  async function settledByTheCallback(code: string, mode: Exclude<SimMode, { kind: "ok" }>): Promise<void> {
+    const { org, id } = await sendTo(mode);
     const decided = await retryOf(id);
     // Either the retry is scheduled RETRY_MS out, or the provider's callback already settled the message.
     if (decided.status === "pending") {
@@ -76,26 +79,23 @@ describe("a provider call that gets no answer", () => {
 
   it("waits for the provider's status callback instead of sending again after 1 s", async function () {
     this.timeout(60_000);
-    h.sim.setMode({ kind: "slow", delayMs: 2_000, times: 1 }); // answered after the 1 s timeout: accepted all the same
-    await settledByTheCallback("timeout");
+    // Answered after the 1 s timeout: accepted all the same.
+    await settledByTheCallback("timeout", { kind: "slow", delayMs: 2_000, times: 1 });
   });
 
   it("waits the same after a 2xx without a message id: the provider most likely has the message", async function () {
     this.timeout(60_000);
-    h.sim.setMode({ kind: "unreadable", times: 1 });
-    await settledByTheCallback("unreadable_success");
+    await settledByTheCallback("unreadable_success", { kind: "unreadable", times: 1 });
   });
 
   it("waits the same after a connection lost once the request went out: the provider may have taken it", async function () {
     this.timeout(60_000);
-    h.sim.setMode({ kind: "dropped", times: 1 });
-    await settledByTheCallback("connection_lost");
+    await settledByTheCallback("connection_lost", { kind: "dropped", times: 1 });
   });
 
   it("the backoff doubles per failed attempt, not per attempt: deferrals (a template send's pacing slot) do not lengthen it", async function () {
     this.timeout(60_000);
-    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 2 });
-    const { id } = await sendTo();
+    const { id } = await sendTo({ kind: "error", httpStatus: 503, code: 2, times: 2 });
     // As a busy channel's template send would be: many attempts deferred for a pacing slot, one failure.
     const c = new Client({ connectionString: h.env.databaseUrl });
     await c.connect();
@@ -120,8 +120,7 @@ describe("a provider call that gets no answer", () => {
 
   it("an answered transient failure (503) keeps the short backoff", async function () {
     this.timeout(60_000);
-    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, times: 1 });
-    const { id } = await sendTo();
+    const { id } = await sendTo({ kind: "error", httpStatus: 503, code: 2, times: 1 });
     const decided = await retryOf(id);
     if (decided.status === "pending") {
       expect(decided.error_code).to.not.equal("timeout");
@@ -152,9 +151,9 @@ describe("a provider call answered after its timeout", () => {
 
   it("is sent once, with the provider's id, when the late answer is an acceptance", async function () {
     this.timeout(60_000);
-    const { org, phone } = await openWindow(h);
+    const { org, channel, phone } = await openWindow(h);
     // The provider takes the message and holds its answer until the request has been answered without it.
-    h.sim.setMode({ kind: "held", times: 1 });
+    h.sim.setMode({ kind: "held", times: 1, phoneNumberId: channel.providerPhoneNumberId });
     const res = await api(h, org).post("/api/v1/messages").send({ to: phone, text: "answered late" });
     expect([res.status, res.body.providerMessageId]).to.deep.equal([200, null]);
     const [call] = providerRequestsFor(h, res.body.id);

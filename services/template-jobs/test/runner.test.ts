@@ -93,7 +93,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const { org, channel, template } = await setup(h);
     const [p, q] = phones(2);
     // Every provider call fails transiently: both sends wait in messaging's retries (recipients `waiting`).
-    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 100_000 });
+    h.sim.setMode({ kind: "error", httpStatus: 503, code: 2, message: "Service temporarily unavailable", times: 100_000, phoneNumberId: channel.providerPhoneNumberId });
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([p, q]) });
     await eventually(async () => templateRequestsTo(h, p).length >= 1 && templateRequestsTo(h, q).length >= 1, 20_000);
     await optOut(h, org, channel.id, p);
@@ -378,7 +378,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const list = phones(40);
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
     await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
-    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 });
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000, phoneNumberId: channel.providerPhoneNumberId });
     try {
       // Some sends answered 130429: messaging holds them for a retry.
       await eventually(async () => {
@@ -417,7 +417,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
     await eventually(async () => (await getJob(h, org, job.id)).sent >= 4, 20_000);
     // The provider answers the next calls after messaging's timeout (1.5 s here): they go unanswered, and are accepted.
-    h.sim.setMode({ kind: "slow", delayMs: 4_000, times: 4 });
+    h.sim.setMode({ kind: "slow", delayMs: 4_000, times: 4, phoneNumberId: channel.providerPhoneNumberId });
     try {
       await eventually(async () => (await db().query(`SELECT 1 FROM template_jobs.job_recipients WHERE job_id = $1 AND state = 'waiting'`, [job.id])).length >= 1, 20_000);
       const cancelled = await api(h, org).post(`/api/v1/templates/send/${job.id}/cancel`);
@@ -452,7 +452,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
     const [phone] = phones(1);
     // No status callbacks: only the call's own late answer can tell that the provider took the message.
     h.sim.setWebhookUrl(undefined);
-    h.sim.setMode({ kind: "held", times: 1 });
+    h.sim.setMode({ kind: "held", times: 1, phoneNumberId: channel.providerPhoneNumberId });
     try {
       const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients([phone]) });
       // The call is at the provider and went unanswered within messaging's timeout (1.5 s here): a retry is scheduled.
@@ -480,7 +480,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
   it("a send messaging retries after its job was cancelled, with no stop asked (template-jobs gone meanwhile), ends `cancelled` when its retry asks the job's state", async () => {
     const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
     const facts = await collectSubject(h.env.natsUrl, `${h.env.namespace}.${MESSAGING_SUBJECTS.messageCancelled.subject}`);
-    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 });
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000, phoneNumberId: channel.providerPhoneNumberId });
     try {
       const list = phones(6);
       const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
@@ -541,7 +541,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
   it("a paused job's sends messaging retries wait while it is paused, and go once it is approved again", async () => {
     const { org, channel, template } = await setup(h, {}, { messagesPerSecond: 20 });
     const list = phones(12);
-    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000 });
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 1_000_000, phoneNumberId: channel.providerPhoneNumberId });
     let restored = false;
     try {
       const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
@@ -609,7 +609,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
   it("a 130429 slows the channel and loses nobody: pending sends are finished by message.sent events", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(6);
-    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 3 });
+    h.sim.setMode({ kind: "error", httpStatus: 429, code: 130429, message: "throughput", times: 3, phoneNumberId: channel.providerPhoneNumberId });
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
     const done = await waitForJob(h, org, job.id, "completed", 60_000);
     expect(done).to.include({ sent: 6, failed: 0 });
@@ -641,7 +641,7 @@ describe("running jobs: exactly once, opt-outs, schedule, throttle, pause/resume
   it("counts permanent provider refusals as failed, once, and still completes", async () => {
     const { org, channel, template } = await setup(h);
     const list = phones(4);
-    h.sim.setMode({ kind: "error", httpStatus: 400, code: 132001, message: "Template name does not exist in the translation", times: 2 });
+    h.sim.setMode({ kind: "error", httpStatus: 400, code: 132001, message: "Template name does not exist in the translation", times: 2, phoneNumberId: channel.providerPhoneNumberId });
     const job = await createJob(org, { templateId: template.id, messagingChannelId: channel.id, recipients: recipients(list) });
     const done = await waitForJob(h, org, job.id, "completed", 30_000);
     expect(done).to.include({ sent: 2, failed: 2, skipped: 0 });
