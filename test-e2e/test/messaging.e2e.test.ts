@@ -1,3 +1,4 @@
+import { createHmac } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect } from "chai";
@@ -70,6 +71,40 @@ describe("e2e: a conversation through the gateway, the simulator and webhooks", 
     expect([renewed.status, renewed.headers.get("idempotent-replayed"), renewed.body.error?.code]).to.deep.equal([402, "true", "PAYMENT_REQUIRED"]);
     // Without a key the plan decides each time.
     expect((await e2e.call("POST", "/api/v1/messages", { token: org.key, body })).status).to.equal(400);
+  });
+
+  it("takes a signed provider batch of exactly 1 MB, however much escaping grows it on the bus, and stores its inbound message whole", async () => {
+    const org = await e2e.organization();
+    const phoneNumberId = String(100_000_000 + Math.floor(Math.random() * 899_999_999));
+    const channel = await e2e.admin("POST", `/admin/v1/organizations/${org.id}/channels`, { name: "Big", phoneNumber: "+15550100001", providerPhoneNumberId: phoneNumberId });
+    expect(channel.status).to.equal(201);
+    const from = String(15_550_000_000 + Math.floor(Math.random() * 9_999_999));
+    const batch = (text: string) =>
+      JSON.stringify({
+        object: "whatsapp_business_account",
+        entry: [{ id: "waba_sim", changes: [{ field: "messages", value: {
+          messaging_product: "whatsapp",
+          metadata: { display_phone_number: "15550100001", phone_number_id: phoneNumberId },
+          contacts: [{ profile: { name: "Big" }, wa_id: from }],
+          messages: [{ from, id: `wamid.big${Date.now()}`, timestamp: String(Math.floor(Date.now() / 1000)), type: "text", text: { body: text } }],
+        } }] }],
+      });
+    // Quotes: 2 bytes each in the body, 4 once the body is a string in the bus's envelope (over NATS' 1 MB).
+    const room = 1_048_576 - Buffer.byteLength(batch(""));
+    const text = '"'.repeat(Math.floor(room / 2)) + "a".repeat(room % 2);
+    const body = batch(text);
+    expect(Buffer.byteLength(body)).to.equal(1_048_576);
+    const signature = `sha256=${createHmac("sha256", e2e.stack.env.PROVIDER_APP_SECRET ?? "dev-app-secret").update(body).digest("hex")}`;
+    const bus = await collectSubject(e2e.env.natsUrl, `${e2e.env.namespace}.evt.message.received.v1`);
+    try {
+      const posted = await fetch(`${e2e.stack.url}/provider/webhooks`, { method: "POST", headers: { "Content-Type": "application/json", "X-Hub-Signature-256": signature }, body });
+      expect(posted.status).to.equal(200);
+      const received = await eventually(() => bus.received.find((m) => m.data.data?.phone === `+${from}`), WAIT_MS);
+      const message = await e2e.call("GET", `/api/v1/messages/${received.data.data.messageId}`, { token: org.key });
+      expect([message.status, message.body.direction, message.body.text === text]).to.deep.equal([200, "inbound", true]);
+    } finally {
+      await bus.close();
+    }
   });
 
   it("inbound message → reply → statuses → events on the bus and signed webhooks; opt-outs block", async () => {

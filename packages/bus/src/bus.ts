@@ -15,6 +15,7 @@ import {
   type NatsConnection,
   type Subscription,
 } from "nats";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { z } from "zod";
 import { RpcError, STREAMS, type RpcDef, type StreamDef, type SubjectDef } from "@platform/contracts";
 import { currentRequestContext, withRequestContext, type Logger, type RequestContext } from "@platform/logging";
@@ -130,6 +131,21 @@ function contextOf(headers: Record<string, string>, payload: unknown, trace: Con
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/**
+ * A JetStream payload within this many bytes of the server's `max_payload` (which counts the headers too) is stored
+ * gzipped, with `Content-Encoding: gzip`: the gateway's 1 MB provider batches are JSON strings inside an envelope,
+ * which escaping and headers push past NATS' default 1 MB. Smaller payloads (all but those) go as they are.
+ */
+export const COMPRESS_WITHIN_BYTES = 8 * 1024;
+/** The most a stored gzipped payload may inflate to: well over any body the stack accepts (16 MB). */
+const MAX_INFLATED_BYTES = 64 * 1024 * 1024;
+const CONTENT_ENCODING = "Content-Encoding";
+
+/** The payload bytes of a stored message as published: inflated when it was stored gzipped. */
+export function payloadBytes(msg: Pick<Msg, "data" | "headers">): Uint8Array {
+  return msg.headers?.get(CONTENT_ENCODING) === "gzip" ? gunzipSync(msg.data, { maxOutputLength: MAX_INFLATED_BYTES }) : msg.data;
+}
 
 /** Backoff of redeliveries after an unexpected failure: 1 s doubling to 60 s. */
 export function redeliveryDelay(deliveryCount: number): number {
@@ -304,7 +320,11 @@ export class Bus {
       const given = item.headers ?? contextHeaders();
       if (given) for (const k in given) hdrs.set(k, given[k]);
       injectTrace(t.context, (k, v) => hdrs.set(k, v));
-      const data = typeof item.payload === "string" ? encoder.encode(item.payload) : encoder.encode(JSON.stringify(item.payload));
+      let data = typeof item.payload === "string" ? encoder.encode(item.payload) : encoder.encode(JSON.stringify(item.payload));
+      if (data.length > (this.nc.info?.max_payload ?? Infinity) - COMPRESS_WITHIN_BYTES) {
+        data = gzipSync(data);
+        hdrs.set(CONTENT_ENCODING, "gzip");
+      }
       const acked = new Promise<void>((resolve, reject) => acks.waiting.set(token, { resolve, reject }));
       try {
         this.nc.publish(this.subject(item.subject), data, { reply: `${acks.prefix}.${token}`, headers: hdrs });
@@ -414,7 +434,7 @@ export class Bus {
     const deliveryCount = msg.info.deliveryCount;
     let payload: z.infer<S>;
     try {
-      payload = opts.subject.schema.parse(JSON.parse(decoder.decode(msg.data)));
+      payload = opts.subject.schema.parse(JSON.parse(decoder.decode(payloadBytes(msg))));
     } catch (err) {
       await this.deadLetter(msg, opts.durable, `unparsable payload: ${(err as Error).message}`);
       return;
@@ -487,8 +507,14 @@ export class Bus {
 
   private async deadLetter(msg: JsMsg, durable: string, reason: string): Promise<void> {
     this.log.error({ durable, subject: msg.subject, seq: msg.seq, reason }, "message dead-lettered");
+    let bytes = msg.data;
     try {
-      await this.publish(`dlq.${durable}`, decoder.decode(msg.data), {
+      bytes = payloadBytes(msg);
+    } catch {
+      // Kept as stored: the gzip itself is what cannot be read.
+    }
+    try {
+      await this.publish(`dlq.${durable}`, decoder.decode(bytes), {
         msgId: `dlq:${durable}:${msg.info.streamSequence}`,
         headers: {
           ...contextHeaders(),

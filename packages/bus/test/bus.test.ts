@@ -1,4 +1,5 @@
 import { expect } from "chai";
+import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { RPC, STREAMS } from "@platform/contracts";
 import { createDataSource, ensureDatabase } from "@platform/db";
@@ -56,8 +57,8 @@ describe("bus (real NATS)", () => {
     expect(m.header.get("Nats-Msg-Id")).to.equal("");
     const refused = await bus.publish("nostream.one.v1", { n: 1 }, { msgId: "nostream-one" }).then(() => null, (e: Error) => e);
     expect(refused?.message).to.match(/503/);
-    // The gateway answers 413 on this code (a batch larger than the bus stores).
-    const tooLarge = await bus.publish("work.one.v1", "x".repeat(2 * 1024 * 1024)).then(() => null, (e: Error & { code?: string }) => e);
+    // The gateway answers 413 on this code (a batch larger than the bus stores, even gzipped: random bytes).
+    const tooLarge = await bus.publish("work.one.v1", randomBytes(1_600_000).toString("base64")).then(() => null, (e: Error & { code?: string }) => e);
     expect((tooLarge as { code?: string } | null)?.code).to.equal("MAX_PAYLOAD_EXCEEDED");
     expect((bus as unknown as { pubAcks: { waiting: Map<string, unknown> } }).pubAcks.waiting.size).to.equal(0);
   });
@@ -91,6 +92,32 @@ describe("bus (real NATS)", () => {
     const err = await other.publishBatch([{ subject: "work.closed.v1", payload: { n: 1 }, msgId: "closed-1" }]).then(() => null, (e: Error) => e);
     expect(err?.message).to.match(/closed/i);
     expect((other as unknown as { pubAcks: { waiting: Map<string, unknown> } }).pubAcks.waiting.size).to.equal(0);
+  });
+
+  it("stores a payload near the server's max_payload gzipped (Content-Encoding: gzip) and hands the consumer what was published; smaller ones as they are", async () => {
+    const Big = z.object({ body: z.string(), n: z.number() });
+    const seen: Array<z.infer<typeof Big>> = [];
+    await bus.consume({
+      stream: STREAMS.work,
+      durable: "big-test",
+      subject: { subject: "work.big.v1", schema: Big },
+      handler: async (p) => {
+        seen.push(p);
+      },
+    });
+    const stream = bus.streamName(STREAMS.work);
+    const first = (await bus.jsm.streams.info(stream)).state.last_seq;
+    // A 1 MB JSON body inside an envelope: escaping alone takes it past NATS' default 1 MB max_payload.
+    const body = JSON.stringify({ entry: [{ pad: "a\"b".repeat(262_100) }] });
+    expect(body.length).to.be.within(1_048_000, 1_048_576);
+    await bus.publish("work.big.v1", { body, n: 1 }, { msgId: "big-1" });
+    await bus.publish("work.big.v1", { body: "small", n: 2 }, { msgId: "big-2" });
+    await eventually(() => seen.length === 2, 5_000);
+    expect(seen.find((p) => p.n === 1)?.body === body, "the big body, byte for byte").to.equal(true);
+    expect(seen.find((p) => p.n === 2)?.body).to.equal("small");
+    const stored = [await bus.jsm.streams.getMessage(stream, { seq: first + 1 }), await bus.jsm.streams.getMessage(stream, { seq: first + 2 })];
+    expect(stored.map((m) => m.header.get("Content-Encoding"))).to.deep.equal(["gzip", ""]);
+    expect(stored[0].data.length).to.be.below(64 * 1024);
   });
 
   it("retries a retryable failure and acks on success", async () => {

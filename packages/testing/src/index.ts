@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { gunzipSync } from "node:zlib";
 import { Client } from "pg";
 import { connect } from "nats";
 
@@ -125,10 +126,12 @@ export async function collectSubject(natsUrl: string, subject: string) {
       const headers: Record<string, string> = {};
       if (msg.headers) for (const [k, v] of msg.headers) headers[k] = v[0] ?? "";
       let data: unknown;
+      // A payload the bus stored gzipped (near the server's max_payload) is read as published.
+      const bytes = headers["Content-Encoding"] === "gzip" ? gunzipSync(msg.data) : msg.data;
       try {
-        data = JSON.parse(new TextDecoder().decode(msg.data));
+        data = JSON.parse(new TextDecoder().decode(bytes));
       } catch {
-        data = new TextDecoder().decode(msg.data);
+        data = new TextDecoder().decode(bytes);
       }
       received.push({ subject: msg.subject, data, headers });
     },

@@ -134,13 +134,29 @@ describe("gateway: routing, plans and provider webhooks", () => {
     await request(h.url).get("/provider/webhooks?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1").expect(403);
   });
 
-  it("answers 413 PAYLOAD_TOO_LARGE (not a 503 the provider would retry forever) for a signed batch the bus cannot store", async () => {
+  it("stores every signed batch up to 1 MB, however much escaping grows its envelope (gzipped on the bus), and answers 413 PAYLOAD_TOO_LARGE over it", async () => {
+    const seen = await collectSubject(h.env.natsUrl, `${h.env.namespace}.provider.inbound.v1`);
     const sign = (raw: string) => "sha256=" + createHmac("sha256", "dev-app-secret").update(raw).digest("hex");
-    // Over the 1 MB body limit; and under it, but over the bus's limit once escaped into the stored envelope.
-    for (const body of [JSON.stringify({ object: "x", entry: [], pad: "x".repeat(1_100_000) }), JSON.stringify({ object: "x", entry: [], pad: '"'.repeat(600_000) })]) {
-      const res = await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(body)).send(body).expect(413);
-      expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
+    const exactly = (filler: string) => {
+      const head = JSON.stringify({ object: "x", entry: [], pad: "" });
+      return head.slice(0, -2) + filler.repeat((1_048_576 - head.length) / filler.length) + head.slice(-2);
+    };
+    // Exactly 1,048,576 bytes: plain letters, then quotes, each escaped to two characters in the stored envelope.
+    const atLimit = [exactly("a"), exactly("\\\"")];
+    try {
+      for (const body of atLimit) {
+        expect(Buffer.byteLength(body)).to.equal(1_048_576);
+        await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(body)).send(body).expect(200);
+      }
+      await eventually(() => seen.received.length === 2);
+      expect(seen.received.map((m) => m.data.body === atLimit[0] || m.data.body === atLimit[1])).to.deep.equal([true, true]);
+      expect(seen.received.map((m) => m.headers["Content-Encoding"])).to.deep.equal(["gzip", "gzip"]);
+    } finally {
+      await seen.close();
     }
+    const over = JSON.stringify({ object: "x", entry: [], pad: "x".repeat(1_100_000) });
+    const res = await request(h.url).post("/provider/webhooks").set("Content-Type", "application/json").set("X-Hub-Signature-256", sign(over)).send(over).expect(413);
+    expect(res.body.error.code).to.equal("PAYLOAD_TOO_LARGE");
   });
 
   it("stores a batch of inbound messages only on provider.messages.v1 and status callbacks on provider.inbound.v1", async () => {

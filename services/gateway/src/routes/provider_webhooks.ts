@@ -77,7 +77,8 @@ async function storeProviderBatch(deps: { bus: Bus; appSecret: string; log: Logg
       providerBatchDedupable(parsed) ? { msgId: createHash("sha256").update(raw).digest("hex") } : {},
     );
   } catch (err) {
-    // Retrying cannot help a batch larger than the bus stores (escaping can grow it past the 1 MB body limit).
+    // Retrying cannot help a batch larger than the bus stores. Escaping grows a 1 MB body past NATS' 1 MB, so the
+    // bus stores it gzipped (COMPRESS_WITHIN_BYTES); this is left for a body that even gzip cannot bring under it.
     if ((err as { code?: string }).code === "MAX_PAYLOAD_EXCEEDED") throw new ApiError("PAYLOAD_TOO_LARGE", "The batch is too large");
     deps.log.error({ err: (err as Error).message }, "provider batch not stored");
     throw ApiError.unavailable("The batch could not be stored; retry");

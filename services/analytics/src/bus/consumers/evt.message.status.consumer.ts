@@ -1,5 +1,5 @@
 import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type JsMsg } from "nats";
-import { redeliveryDelay, type Bus } from "@platform/bus";
+import { payloadBytes, redeliveryDelay, type Bus } from "@platform/bus";
 import { DomainEvent, MessageStatusData, STREAMS, type StreamDef } from "@platform/contracts";
 import type { Logger } from "@platform/logging";
 import type { DataSource, EntityManager } from "typeorm";
@@ -185,8 +185,14 @@ export class MessageEventIngestor {
 
   private async deadLetter(m: JsMsg, reason: string): Promise<void> {
     this.opts.log.error({ subject: m.subject, seq: m.seq, reason }, "message event dead-lettered");
+    let bytes = m.data;
     try {
-      await this.opts.bus.publish(`dlq.${this.durable}`, decoder.decode(m.data), {
+      bytes = payloadBytes(m);
+    } catch {
+      // Kept as stored: the gzip itself is what cannot be read.
+    }
+    try {
+      await this.opts.bus.publish(`dlq.${this.durable}`, decoder.decode(bytes), {
         msgId: `dlq:${this.durable}:${m.info.streamSequence}`,
         headers: { "X-Original-Subject": m.subject, "X-Dead-Letter-Reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500) },
       });
@@ -201,7 +207,7 @@ export class MessageEventIngestor {
 /** A message's JSON payload, or why it is not JSON. */
 export function payloadOf(m: JsMsg): { value: unknown } | string {
   try {
-    return { value: JSON.parse(decoder.decode(m.data)) };
+    return { value: JSON.parse(decoder.decode(payloadBytes(m))) };
   } catch (err) {
     return `unparsable payload: ${(err as Error).message}`;
   }
