@@ -1,5 +1,6 @@
 export * from "./errors";
 export * from "./phone";
+export * from "./public-address";
 export * from "./common";
 export * from "./api";
 export * from "./admin";

@@ -7,6 +7,19 @@ import { Id, Timestamp, page } from "./common";
 import { TemplateButtonParameter, TemplateHeaderFormat } from "./messaging";
 import { DATE_INPUT_MESSAGE, dateInstant } from "./dates";
 import { normalizePhone } from "./phone";
+import { nonPublicHostReason } from "./public-address";
+
+/** Why a URL the provider must fetch is not public (its host is local, private or metadata), or null. */
+function publicUrlProblem(raw: string): string | null {
+  let host: string;
+  try {
+    host = new URL(raw).hostname;
+  } catch {
+    return null; // the URL check says why
+  }
+  const reason = nonPublicHostReason(host);
+  return reason ? `must be a public URL, not ${reason}` : null;
+}
 
 export const TemplateStatus = z.enum(["pending", "approved", "rejected", "paused", "disabled"]);
 export type TemplateStatus = z.infer<typeof TemplateStatus>;
@@ -83,7 +96,8 @@ export const TemplateSendJobRequest = z
         url: z
           .url({ protocol: /^https?$/, error: "must be an http or https URL" })
           .max(4000)
-          .meta({ description: "public http(s) URL of the media, up to 4000 characters; the provider fetches it" }),
+          .refine((url) => publicUrlProblem(url) === null, { error: (issue) => publicUrlProblem(issue.input as string) ?? "must be a public URL" })
+          .meta({ description: "public http(s) URL of the media, up to 4000 characters; the provider fetches it (not a local, private or metadata address)" }),
         fileName: z.string().min(1).max(240).optional(),
       })
       .nullish(),

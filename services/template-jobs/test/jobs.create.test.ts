@@ -110,6 +110,16 @@ describe("POST /api/v1/templates/send: creation, validation, idempotency; GET an
       expect(res.status, path).to.equal(400);
       expect(res.body.error.details.map((d: { path: string }) => d.path), path).to.include(path);
     }
+    // "public URL": the provider fetches it, so no local, private or metadata address (IP literals in any spelling).
+    const local = ["http://localhost/a.png", "https://media.localhost/a.png", "http://127.0.0.1/a.png", "http://0x7f.1/a.png", "http://10.0.0.1/a.png", "http://[::1]/a.png", "http://[::ffff:192.168.0.1]/a.png", "http://169.254.169.254/latest/meta-data", "http://metadata.google.internal/x"];
+    for (const url of local) {
+      const res = await post({ recipients: recipients([uniquePhone()], 2), headerMedia: { url } });
+      expect([res.status, res.body.error?.details?.[0]?.path], url).to.deep.equal([400, "headerMedia.url"]);
+      expect(res.body.error.details[0].message, url).to.match(/^must be a public URL, not a /);
+    }
+    for (const url of ["https://cdn.example.com/a.png", "http://93.184.216.34/a.png", "https://[2606:4700::1111]/a.png"]) {
+      expect((await post({ recipients: recipients([uniquePhone()], 2), headerMedia: { url } })).status, url).to.equal(200);
+    }
     const tooMany = await post({ recipients: Array.from({ length: 50_001 }, () => ({ phone: "+14155550100", bodyParameters: ["a", "b"] })) });
     expect(tooMany.status).to.equal(400);
     expect(tooMany.body.error.details[0].path).to.equal("recipients");

@@ -10,11 +10,9 @@
  */
 import dns from "node:dns";
 import net from "node:net";
-import ipaddr from "ipaddr.js";
+import { blockedAddressReason, nonPublicHostReason } from "@platform/contracts";
 
-/** Cloud metadata endpoints, named even though their ranges are refused anyway. */
-const METADATA_ADDRESSES = new Set(["169.254.169.254", "fd00:ec2::254", "100.100.100.200"]);
-const METADATA_HOSTS = new Set(["metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"]);
+export { blockedAddressReason };
 
 export class BlockedTargetError extends Error {
   readonly code = "EBLOCKEDTARGET";
@@ -22,17 +20,6 @@ export class BlockedTargetError extends Error {
     super(message);
     this.name = "BlockedTargetError";
   }
-}
-
-/** Why an IP address may not be a webhook target, or null when it is public unicast. */
-export function blockedAddressReason(address: string): string | null {
-  const bare = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
-  if (!ipaddr.isValid(bare)) return "not an IP address";
-  let ip = ipaddr.parse(bare);
-  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
-  if (METADATA_ADDRESSES.has(ip.toString())) return "cloud metadata address";
-  const range = ip.range();
-  return range === "unicast" ? null : `${range} address`;
 }
 
 export type UrlCheck = { ok: true; url: URL } | { ok: false; message: string };
@@ -55,14 +42,8 @@ export function checkUrlShape(raw: string, allowPrivate: boolean): UrlCheck {
   if (url.username || url.password) return { ok: false, message: "must not contain credentials" };
   if (!url.hostname) return { ok: false, message: "must have a host" };
   if (allowPrivate) return { ok: true, url };
-  const host = hostOf(url).toLowerCase().replace(/\.$/, "");
-  if (net.isIP(host)) {
-    const reason = blockedAddressReason(host);
-    if (reason) return { ok: false, message: `must not point to a ${reason}` };
-  } else if (host === "localhost" || host.endsWith(".localhost") || METADATA_HOSTS.has(host)) {
-    return { ok: false, message: "must not point to a local or metadata host" };
-  }
-  return { ok: true, url };
+  const reason = nonPublicHostReason(url.hostname);
+  return reason ? { ok: false, message: `must not point to ${reason}` } : { ok: true, url };
 }
 
 /**
