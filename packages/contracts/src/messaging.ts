@@ -91,6 +91,17 @@ export type ProviderMessagesChangeValue = z.infer<typeof ProviderMessagesChangeV
 
 /** A provider webhook body as messaging and template-jobs read it: its entries, each then read on its own (`ProviderWebhookEntry`). */
 export const ProviderWebhookEntries = z.object({ entry: z.array(z.unknown()) }).passthrough();
+
+/**
+ * A provider batch's JSON, with any NUL character in its strings replaced by U+FFFD: the network may carry NUL in a
+ * text, a name, a payload or a template's rejection reason, Postgres can store none, and a batch that can never be
+ * stored would otherwise be redelivered until it reached the dead-letter stream. (Raw NUL bytes are not valid JSON;
+ * only the escape `\u0000` can carry one.)
+ */
+export function parseProviderJson(rawBody: string): unknown {
+  if (!rawBody.includes("\\u0000")) return JSON.parse(rawBody);
+  return JSON.parse(rawBody, (_key, value: unknown) => (typeof value === "string" && value.includes("\0") ? value.replaceAll("\0", "\uFFFD") : value));
+}
 /**
  * One entry: its changes, each then read on its own (`ProviderWebhookChange`), and its id, the template account
  * (template-jobs'; a number is read as its digits, anything else as absent).

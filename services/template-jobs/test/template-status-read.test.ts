@@ -21,6 +21,12 @@ describe("template status changes read from a provider batch (unit)", () => {
     ]);
   });
 
+  it("reads a NUL in a reason or an id as U+FFFD (Postgres stores none: the batch would be redelivered until dead-lettered)", () => {
+    const body = JSON.stringify({ entry: [{ id: "waba\0x", changes: [{ ...change("REJECTED", "42\0"), value: { ...change("REJECTED").value, message_template_id: "42\0", reason: "bad\0word" } }] }] });
+    expect(body).to.include("\\u0000");
+    expect(templateStatusChanges(body)).to.deep.equal([{ templateAccountId: "waba\uFFFDx", providerTemplateId: "42\uFFFD", status: "rejected", reason: "bad\uFFFDword" }]);
+  });
+
   it("refuses (dead letter) only a body that is not JSON or has no entry list", () => {
     expect(() => templateStatusChanges("{")).to.throw(/unreadable provider batch/);
     expect(() => templateStatusChanges(JSON.stringify({ entry: 3 }))).to.throw(/unreadable provider batch/);

@@ -114,6 +114,22 @@ describe("failed deliveries", () => {
     expect(items[0].responseBody).to.equal(long.slice(0, 1024));
   });
 
+  it("records, retries and counts an attempt whose response body holds NUL bytes (kept as U+FFFD), and a test against it answers 200", async () => {
+    const org = newId("organization");
+    behaviour.set("/nul", () => ({ status: 500, body: "\0\0bad\0" }));
+    const hook = await subscribe(org, "/nul");
+    const eventId = await stack.publish("message.sent", org);
+    const items = await eventually(async () => {
+      const l = await log(org, hook.id);
+      return l.length === 4 ? l : undefined;
+    }, 15_000);
+    expect(items.map((i) => [i.eventId, i.responseStatus, i.responseBody])).to.deep.equal(Array(4).fill([eventId, 500, "\uFFFD\uFFFDbad\uFFFD"]));
+    expect(receiver.byEvent(eventId)).to.have.length(4);
+    await eventually(async () => (await webhook(org, hook.id)).consecutiveFailures === 4);
+    const test = await stack.admin(org).post(`/${hook.id}/test`).expect(200);
+    expect(test.body).to.include({ delivered: false, responseStatus: 500 });
+  });
+
   it("deactivates after 10 consecutive failed attempts; nothing is sent until re-enabled, which resets the count", async () => {
     const org = newId("organization");
     let failing = true;

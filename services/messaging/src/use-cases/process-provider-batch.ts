@@ -2,6 +2,7 @@ import { enqueue, outboxOrigin, PermanentError, type OutboxMessage, type OutboxO
 import {
   KEYWORD_CANDIDATE_MAX_LENGTH,
   normalizePhone,
+  parseProviderJson,
   PROVIDER_MESSAGE_ID_MAX_LENGTH,
   ProviderContact,
   ProviderInboundMessage,
@@ -167,21 +168,6 @@ export class Turns {
   get size(): number {
     return this.tails.size;
   }
-}
-
-/** U+FFFD, the Unicode replacement character. */
-const REPLACEMENT = "\uFFFD";
-
-/**
- * The batch's JSON, with any NUL character in its strings replaced by U+FFFD:
- * the network may carry NUL in a text, a name or a payload, Postgres can
- * store none, and a message that can never be stored would otherwise be
- * redelivered until it reached the dead-letter stream. (Raw NUL bytes are not
- * valid JSON; only the escape `\u0000` can carry one.)
- */
-export function parseProviderJson(rawBody: string): unknown {
-  if (!rawBody.includes("\\u0000")) return JSON.parse(rawBody);
-  return JSON.parse(rawBody, (_key, value: unknown) => (typeof value === "string" && value.includes("\0") ? value.replaceAll("\0", REPLACEMENT) : value));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ProviderWebhookChange, ProviderWebhookEntries, ProviderWebhookEntry, type TemplateStatus } from "@platform/contracts";
+import { parseProviderJson, ProviderWebhookChange, ProviderWebhookEntries, ProviderWebhookEntry, type TemplateStatus } from "@platform/contracts";
 import { domainEvent, enqueue, PermanentError } from "@platform/bus";
 import type { TemplateJobsContext } from "../context";
 import { jobsRepository } from "../db/repositories/jobs.repository";
@@ -33,7 +33,7 @@ export interface TemplateStatusChange {
 export function templateStatusChanges(rawBody: string): TemplateStatusChange[] {
   let parsed;
   try {
-    parsed = ProviderWebhookEntries.parse(JSON.parse(rawBody));
+    parsed = ProviderWebhookEntries.parse(parseProviderJson(rawBody));
   } catch (err) {
     throw new PermanentError(`unreadable provider batch: ${(err as Error).message}`);
   }

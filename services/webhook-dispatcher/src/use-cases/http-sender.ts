@@ -91,8 +91,9 @@ export class HttpSender {
     const answer = await post(this.agent, target, headers, body, { readLimit: READ_LIMIT, timeoutMs: this.opts.timeoutMs });
     if (answer.status === null) return { ok: false, status: null, body: null, error: describe(answer.error, this.opts.timeoutMs), durationMs: durationMs() };
     const ok = answer.status >= 200 && answer.status < 300;
-    // A body that could not be read is only a log detail: the status is what counts.
-    const text = answer.body && truncateChars(answer.body.toString("utf8"), RESPONSE_BODY_LIMIT);
+    // A body that could not be read is only a log detail: the status is what counts. Postgres text cannot hold NUL: it
+    // is kept as U+FFFD (as bytes that are not UTF-8 are), or the attempt could not be recorded at all.
+    const text = answer.body && truncateChars(answer.body.toString("utf8").replaceAll("\0", "\uFFFD"), RESPONSE_BODY_LIMIT);
     return { ok, status: answer.status, body: text, error: ok ? null : `HTTP ${answer.status}`, durationMs: durationMs() };
   }
 
