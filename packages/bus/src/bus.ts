@@ -147,6 +147,15 @@ export function payloadBytes(msg: Pick<Msg, "data" | "headers">): Uint8Array {
   return msg.headers?.get(CONTENT_ENCODING) === "gzip" ? gunzipSync(msg.data, { maxOutputLength: MAX_INFLATED_BYTES }) : msg.data;
 }
 
+/** What a dead letter carries: the payload as published, or as stored when its gzip itself cannot be read. */
+export function deadLetterText(msg: Pick<Msg, "data" | "headers">): string {
+  try {
+    return decoder.decode(payloadBytes(msg));
+  } catch {
+    return decoder.decode(msg.data);
+  }
+}
+
 /** Backoff of redeliveries after an unexpected failure: 1 s doubling to 60 s. */
 export function redeliveryDelay(deliveryCount: number): number {
   return Math.min(60_000, 1_000 * 2 ** Math.max(0, deliveryCount - 1));
@@ -507,14 +516,8 @@ export class Bus {
 
   private async deadLetter(msg: JsMsg, durable: string, reason: string): Promise<void> {
     this.log.error({ durable, subject: msg.subject, seq: msg.seq, reason }, "message dead-lettered");
-    let bytes = msg.data;
     try {
-      bytes = payloadBytes(msg);
-    } catch {
-      // Kept as stored: the gzip itself is what cannot be read.
-    }
-    try {
-      await this.publish(`dlq.${durable}`, decoder.decode(bytes), {
+      await this.publish(`dlq.${durable}`, deadLetterText(msg), {
         msgId: `dlq:${durable}:${msg.info.streamSequence}`,
         headers: {
           ...contextHeaders(),

@@ -96,7 +96,10 @@ export const TemplateSendJobRequest = z
         url: z
           .url({ protocol: /^https?$/, error: "must be an http or https URL" })
           .max(4000)
-          .refine((url) => publicUrlProblem(url) === null, { error: (issue) => publicUrlProblem(issue.input as string) ?? "must be a public URL" })
+          .superRefine((url, ctx) => {
+            const problem = publicUrlProblem(url);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+          })
           .meta({ description: "public http(s) URL of the media, up to 4000 characters; the provider fetches it (not a local, private or metadata address)" }),
         fileName: z.string().min(1).max(240).optional(),
       })

@@ -1,5 +1,5 @@
 import { AckPolicy, DeliverPolicy, nanos, type ConsumerMessages, type JsMsg } from "nats";
-import { payloadBytes, redeliveryDelay, type Bus } from "@platform/bus";
+import { deadLetterText, payloadBytes, redeliveryDelay, type Bus } from "@platform/bus";
 import { DomainEvent, MessageStatusData, STREAMS, type StreamDef } from "@platform/contracts";
 import type { Logger } from "@platform/logging";
 import type { DataSource, EntityManager } from "typeorm";
@@ -185,14 +185,8 @@ export class MessageEventIngestor {
 
   private async deadLetter(m: JsMsg, reason: string): Promise<void> {
     this.opts.log.error({ subject: m.subject, seq: m.seq, reason }, "message event dead-lettered");
-    let bytes = m.data;
     try {
-      bytes = payloadBytes(m);
-    } catch {
-      // Kept as stored: the gzip itself is what cannot be read.
-    }
-    try {
-      await this.opts.bus.publish(`dlq.${this.durable}`, decoder.decode(bytes), {
+      await this.opts.bus.publish(`dlq.${this.durable}`, deadLetterText(m), {
         msgId: `dlq:${this.durable}:${m.info.streamSequence}`,
         headers: { "X-Original-Subject": m.subject, "X-Dead-Letter-Reason": reason.replace(/[\r\n]+/g, " ").slice(0, 500) },
       });
